@@ -1,0 +1,386 @@
+"""Affine-gap dynamic programming on the CPU (numba), the twin of ``triton_kernels/dp.py``.
+
+One recurrence serves pairwise and profile-profile alignment. Rows ``i`` walk sequence/profile
+``a`` (length n), columns ``j`` walk ``b`` (length m); ``S[i-1, j-1]`` is the score of pairing
+column i of a with column j of b. Boundary ``i`` of ``a`` lies after its first i columns; a gap
+*in a* at boundary i (b's columns against gaps) costs ``open_a[i] + close_a[i]`` for its first
+column and ``ext`` for each further one, and likewise for gaps in b::
+
+    E[i,j] = max(E[i,j-1] - ext, H[i,j-1] - open_a[i])        gap in a   (move "left")
+    F[i,j] = max(F[i-1,j] - ext, H[i-1,j] - open_b[j])        gap in b   (move "up")
+    H[i,j] = max(H[i-1,j-1] + S[i-1,j-1], F[i,j] - close_b[j], E[i,j] - close_a[i])
+             (local: also 0)
+
+Modes: ``GLOBAL``; ``LOCAL`` (Smith-Waterman); ``SEMIGLOBAL`` (end gaps free on both ends of
+both sequences: H is 0 on row 0 and column 0, and the result is the best cell of the last row
+or last column).
+
+Tie-breaking, the one rule every backend follows:
+
+* in H, a diagonal move beats a gap in b ("up"), which beats a gap in a ("left"); in local
+  mode a zero H stops the alignment before anything else;
+* inside a gap, extending beats opening;
+* the local end cell is the first maximum in row-major order (smallest i, then smallest j);
+* the semiglobal end cell is the first maximum among the last column's cells ``(0..n-1, m)``
+  then the last row's cells ``(n, 0..m)``, in that order.
+
+Traceback ops: ``0`` pairs a column of a with one of b, ``1`` a column of a with a gap, ``2`` a
+gap with a column of b.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2
+MODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
+NEG = -(1 << 29)
+
+H_DIAG, H_UP, H_LEFT, H_STOP = 0, 1, 2, 3
+E_EXT, F_EXT = 4, 8
+OP_MATCH, OP_UP, OP_LEFT = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def _pair_score(a, n, b, m, mat, go, ge, mode):
+    """Score-only pairwise DP in O(m) memory: ``(score, end_i, end_j)``."""
+    h_row = np.empty(m + 1, np.int32)
+    f_row = np.empty(m + 1, np.int32)
+    h_row[0] = 0
+    for j in range(1, m + 1):
+        h_row[j] = -(go + (j - 1) * ge) if mode == GLOBAL else 0
+        f_row[j] = NEG
+    best, bi, bj = NEG, 0, 0
+    if mode == LOCAL:
+        best = 0
+    for i in range(1, n + 1):
+        if mode == SEMIGLOBAL and h_row[m] > best:
+            best, bi, bj = h_row[m], i - 1, m
+        row = mat[a[i - 1]]
+        diag = h_row[0]
+        h_left = -(go + (i - 1) * ge) if mode == GLOBAL else 0
+        h_row[0] = h_left
+        e = NEG
+        for j in range(1, m + 1):
+            e = max(e - ge, h_left - go)
+            f = max(f_row[j] - ge, h_row[j] - go)
+            h = diag + row[b[j - 1]]
+            h = max(h, f)
+            h = max(h, e)
+            if mode == LOCAL:
+                if h < 0:
+                    h = 0
+                if h > best:
+                    best, bi, bj = h, i, j
+            diag = h_row[j]
+            h_row[j] = h
+            f_row[j] = f
+            h_left = h
+    if mode == GLOBAL:
+        best, bi, bj = h_row[m], n, m
+    elif mode == SEMIGLOBAL:
+        for j in range(m + 1):
+            if h_row[j] > best:
+                best, bi, bj = h_row[j], n, j
+    return np.int64(best), np.int64(bi), np.int64(bj)
+
+
+@njit(cache=True, nogil=True)
+def _fill(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
+    """Full DP with direction bits in ``trace [n+1, m+1]``: ``(score, end_i, end_j)``."""
+    h_row = np.empty(m + 1, np.int32)
+    f_row = np.empty(m + 1, np.int32)
+    h_row[0] = 0
+    for j in range(1, m + 1):
+        h_row[j] = -(open_a[0] + (j - 1) * ext + close_a[0]) if mode == GLOBAL else 0
+        f_row[j] = NEG
+    best, bi, bj = NEG, 0, 0
+    if mode == LOCAL:
+        best = 0
+    for i in range(1, n + 1):
+        if mode == SEMIGLOBAL and h_row[m] > best:
+            best, bi, bj = h_row[m], i - 1, m
+        diag = h_row[0]
+        h_left = -(open_b[0] + (i - 1) * ext + close_b[0]) if mode == GLOBAL else 0
+        h_row[0] = h_left
+        e = NEG
+        oa = open_a[i]
+        ca = close_a[i]
+        for j in range(1, m + 1):
+            bits = 0
+            e_ext = e - ext
+            e_open = h_left - oa
+            if e_ext >= e_open:
+                e = e_ext
+                bits |= E_EXT
+            else:
+                e = e_open
+            f_ext = f_row[j] - ext
+            f_open = h_row[j] - open_b[j]
+            if f_ext >= f_open:
+                f = f_ext
+                bits |= F_EXT
+            else:
+                f = f_open
+            h = diag + S[i - 1, j - 1]
+            fc = f - close_b[j]
+            ec = e - ca
+            if fc > h:
+                h = fc
+                bits |= H_UP
+            if ec > h:
+                h = ec
+                bits = (bits & 12) | H_LEFT
+            if mode == LOCAL:
+                if h <= 0:
+                    h = 0
+                    bits |= H_STOP
+                elif h > best:
+                    best, bi, bj = h, i, j
+            trace[i, j] = bits
+            diag = h_row[j]
+            h_row[j] = h
+            f_row[j] = f
+            h_left = h
+    if mode == GLOBAL:
+        best, bi, bj = h_row[m], n, m
+    elif mode == SEMIGLOBAL:
+        for j in range(m + 1):
+            if h_row[j] > best:
+                best, bi, bj = h_row[j], n, j
+    return np.int64(best), np.int64(bi), np.int64(bj)
+
+
+@njit(cache=True, nogil=True)
+def _traceback(n, m, trace, mode, end_i, end_j, ops):
+    """Write ops into ``ops`` (length >= n + m) in order; returns ``(n_ops, start_i, start_j)``."""
+    k = 0
+    if mode == SEMIGLOBAL:
+        for _ in range(n - end_i):
+            ops[k] = OP_UP
+            k += 1
+        for _ in range(m - end_j):
+            ops[k] = OP_LEFT
+            k += 1
+    i, j, state = end_i, end_j, 0
+    while i > 0 and j > 0:
+        bits = trace[i, j]
+        if state == 0:
+            src = bits & 3
+            if src == H_STOP:
+                break
+            if src == H_DIAG:
+                ops[k] = OP_MATCH
+                i -= 1
+                j -= 1
+                k += 1
+                continue
+            state = 1 if src == H_UP else 2
+        if state == 1:
+            ops[k] = OP_UP
+            if not bits & F_EXT:
+                state = 0
+            i -= 1
+        else:
+            ops[k] = OP_LEFT
+            if not bits & E_EXT:
+                state = 0
+            j -= 1
+        k += 1
+    if mode != LOCAL:
+        for _ in range(i):
+            ops[k] = OP_UP
+            k += 1
+        for _ in range(j):
+            ops[k] = OP_LEFT
+            k += 1
+        i, j = 0, 0
+    ops[:k] = ops[:k][::-1].copy()
+    return k, i, j
+
+
+@njit(cache=True, nogil=True)
+def _profile_align(S, open_a, close_a, open_b, close_b, ext, mode, ops):
+    """Profile-profile DP with traceback: ``(score, n_ops, start_i, start_j, end_i, end_j)``."""
+    n, m = S.shape
+    trace = np.empty((n + 1, m + 1), np.uint8)
+    score, ei, ej = _fill(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace)
+    k, si, sj = _traceback(n, m, trace, mode, ei, ej, ops)
+    return score, k, si, sj, ei, ej
+
+
+@njit(cache=True, nogil=True)
+def _pair_matrix(a, n, b, m, mat):
+    S = np.empty((n, m), np.int32)
+    for i in range(n):
+        row = mat[a[i]]
+        for j in range(m):
+            S[i, j] = row[b[j]]
+    return S
+
+
+@njit(cache=True, parallel=True)
+def _pair_score_batch(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, out):
+    """Scores of many pairs; ``out int32 [P, 3]`` gets ``(score, end_i, end_j)``."""
+    for p in prange(codes_a.shape[0]):
+        s, ei, ej = _pair_score(codes_a[p], len_a[p], codes_b[p], len_b[p], mat, go, ge, mode)
+        out[p, 0] = s
+        out[p, 1] = ei
+        out[p, 2] = ej
+
+
+@njit(cache=True, parallel=True)
+def _pair_align_batch(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, ops, out):
+    """Alignments of many pairs.
+
+    ``ops uint8 [P, La + Lb]`` gets each pair's ops; ``out int32 [P, 6]`` gets
+    ``(score, n_ops, start_i, start_j, end_i, end_j)``.
+    """
+    for p in prange(codes_a.shape[0]):
+        n, m = len_a[p], len_b[p]
+        S = _pair_matrix(codes_a[p], n, codes_b[p], m, mat)
+        open_a = np.full(n + 1, go, np.int32)
+        open_b = np.full(m + 1, go, np.int32)
+        close_a = np.zeros(n + 1, np.int32)
+        close_b = np.zeros(m + 1, np.int32)
+        score, k, si, sj, ei, ej = _profile_align(
+            S, open_a, close_a, open_b, close_b, ge, mode, ops[p]
+        )
+        out[p, 0] = score
+        out[p, 1] = k
+        out[p, 2] = si
+        out[p, 3] = sj
+        out[p, 4] = ei
+        out[p, 5] = ej
+
+
+@njit(cache=True, parallel=True)
+def _profile_align_batch(
+    S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode, ops, ops_off, out
+):
+    """Many profile-profile alignments from packed buffers.
+
+    Pair p's score matrix is ``S[s_off[p] : s_off[p] + n[p] * m[p]]`` (row-major
+    ``[n[p], m[p]]``); its boundary costs are ``open_a[a_off[p] : a_off[p] + n[p] + 1]`` (and
+    ``close_a``), ``open_b[b_off[p] : b_off[p] + m[p] + 1]`` (and ``close_b``); its ops go to
+    ``ops[ops_off[p] :]``; ``out int32 [P, 6]`` gets ``(score, n_ops, start_i, start_j, end_i,
+    end_j)``.
+    """
+    for p in prange(n.shape[0]):
+        ni, mi = n[p], m[p]
+        sp = S[s_off[p] : s_off[p] + ni * mi].reshape((ni, mi))
+        oa = open_a[a_off[p] : a_off[p] + ni + 1]
+        ca = close_a[a_off[p] : a_off[p] + ni + 1]
+        ob = open_b[b_off[p] : b_off[p] + mi + 1]
+        cb = close_b[b_off[p] : b_off[p] + mi + 1]
+        score, k, si, sj, ei, ej = _profile_align(
+            sp, oa, ca, ob, cb, ext, mode, ops[ops_off[p] : ops_off[p] + ni + mi]
+        )
+        out[p, 0] = score
+        out[p, 1] = k
+        out[p, 2] = si
+        out[p, 3] = sj
+        out[p, 4] = ei
+        out[p, 5] = ej
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().contiguous().numpy()
+
+
+def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode):
+    """Scores of pairs ``(codes_a[p, :len_a[p]], codes_b[p, :len_b[p]])``.
+
+    Arguments:
+        codes_a, codes_b: ``uint8 [P, La]``, ``uint8 [P, Lb]`` residue codes.
+        len_a, len_b: ``int32 [P]`` lengths.
+        matrix: ``int32 [A, A]`` substitution scores.
+        gap_open, gap_extend: ``int`` costs.
+        mode: ``GLOBAL``, ``LOCAL`` or ``SEMIGLOBAL``.
+
+    Returns:
+        ``int32 [P, 3]``: score, end_i, end_j.
+    """
+    out = np.empty((codes_a.shape[0], 3), np.int32)
+    _pair_score_batch(
+        _np(codes_a),
+        _np(len_a),
+        _np(codes_b),
+        _np(len_b),
+        _np(matrix),
+        int(gap_open),
+        int(gap_extend),
+        int(mode),
+        out,
+    )
+    return torch.from_numpy(out)
+
+
+def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode):
+    """Alignments of pairs (arguments as :func:`pairwise_score`).
+
+    Returns:
+        ``(info int32 [P, 6], ops uint8 [P, La + Lb])``; info is ``(score, n_ops, start_i,
+        start_j, end_i, end_j)`` and ``ops[p, :n_ops]`` the pair's ops in order.
+    """
+    P = codes_a.shape[0]
+    ops = np.zeros((P, codes_a.shape[1] + codes_b.shape[1]), np.uint8)
+    out = np.empty((P, 6), np.int32)
+    _pair_align_batch(
+        _np(codes_a),
+        _np(len_a),
+        _np(codes_b),
+        _np(len_b),
+        _np(matrix),
+        int(gap_open),
+        int(gap_extend),
+        int(mode),
+        ops,
+        out,
+    )
+    return torch.from_numpy(out), torch.from_numpy(ops)
+
+
+def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode):
+    """Many profile-profile alignments from packed buffers.
+
+    Arguments:
+        S: ``int32 [sum(n*m)]`` row-major score matrices, pair p's at ``s_off[p]``.
+        s_off: ``int64 [P]``.
+        n, m: ``int32 [P]`` column counts of each pair's two profiles.
+        open_a, close_a: ``int32 [sum(n+1)]`` boundary gap costs of the first profiles, pair
+            p's at ``a_off[p]`` (``int64 [P]``).
+        open_b, close_b, b_off: the same for the second profiles.
+        ext: ``int`` gap extension cost.
+        mode: ``GLOBAL``, ``LOCAL`` or ``SEMIGLOBAL``.
+
+    Returns:
+        ``(info int32 [P, 6], ops uint8 [sum(n+m)], ops_off int64 [P])``; pair p's ops are
+        ``ops[ops_off[p] : ops_off[p] + info[p, 1]]``.
+    """
+    n_np, m_np = _np(n).astype(np.int64), _np(m).astype(np.int64)
+    sizes = n_np + m_np
+    ops_off = np.zeros(len(sizes), np.int64)
+    np.cumsum(sizes[:-1], out=ops_off[1:])
+    ops = np.zeros(int(sizes.sum()), np.uint8)
+    out = np.empty((len(sizes), 6), np.int32)
+    _profile_align_batch(
+        _np(S),
+        _np(s_off),
+        n_np,
+        m_np,
+        _np(open_a),
+        _np(close_a),
+        _np(a_off),
+        _np(open_b),
+        _np(close_b),
+        _np(b_off),
+        int(ext),
+        int(mode),
+        ops,
+        ops_off,
+        out,
+    )
+    return torch.from_numpy(out), torch.from_numpy(ops), torch.from_numpy(ops_off)

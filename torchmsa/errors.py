@@ -1,0 +1,98 @@
+"""Exception types raised by torchmsa.
+
+Every error a user can cause is a subclass of :class:`ValueError` (bad input, bad argument) or
+:class:`RuntimeError` (a resource or device problem), and its message names the thing, the value
+and what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TorchMSAError",
+    "InputError",
+    "InvalidCharacterError",
+    "EmptyInputError",
+    "FormatError",
+    "AlphabetError",
+    "ArgumentError",
+    "ScoringError",
+    "DeviceError",
+    "ResourceError",
+]
+
+
+class TorchMSAError(Exception):
+    """Base class of every torchmsa exception."""
+
+
+class InputError(TorchMSAError, ValueError):
+    """The sequences or files given to torchmsa cannot be used as they are."""
+
+
+class InvalidCharacterError(InputError):
+    """A sequence holds a character that its alphabet does not allow.
+
+    Attributes:
+        name: the sequence's name (its FASTA id).
+        index: the sequence's 0-based index in the input.
+        position: the 1-based position of the character in the sequence as given.
+        character: the offending character.
+        alphabet: the name of the alphabet the sequence was checked against.
+    """
+
+    def __init__(self, name: str, index: int, position: int, character: str, alphabet: str):
+        self.name = name
+        self.index = index
+        self.position = position
+        self.character = character
+        self.alphabet = alphabet
+        super().__init__(
+            f"sequence {name!r} (#{index + 1}) has invalid character {character!r} at position "
+            f"{position} for the {alphabet} alphabet; remove or replace it (use 'X' for an unknown "
+            f"amino acid, 'N' for an unknown nucleotide), or pass seqtype= if the alphabet was "
+            f"detected wrongly"
+        )
+
+
+class EmptyInputError(InputError):
+    """There are no sequences (or too few) to work on."""
+
+
+class FormatError(InputError):
+    """A file cannot be read or written in the requested format."""
+
+
+class AlphabetError(InputError):
+    """Sequences of different alphabets were mixed, or an unknown alphabet was asked for."""
+
+
+class ArgumentError(TorchMSAError, ValueError):
+    """An argument has a value torchmsa does not accept."""
+
+
+class ScoringError(ArgumentError):
+    """A substitution matrix or gap cost cannot be used."""
+
+
+class DeviceError(TorchMSAError, RuntimeError):
+    """A requested device or backend does not exist or cannot run this operation."""
+
+
+class ResourceError(TorchMSAError, RuntimeError):
+    """A problem does not fit in the memory available for it.
+
+    Attributes:
+        what: the stage or buffer that does not fit.
+        needed: bytes it needs.
+        available: bytes that were available.
+    """
+
+    def __init__(self, what: str, needed: int, available: int, hint: str = ""):
+        self.what = what
+        self.needed = needed
+        self.available = available
+        msg = (
+            f"{what} needs {needed / 2**20:.1f} MiB but only {available / 2**20:.1f} MiB "
+            f"are available"
+        )
+        super().__init__(msg + (f"; {hint}" if hint else ""))
