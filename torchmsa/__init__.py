@@ -1,8 +1,22 @@
 """torchmsa: multiple sequence alignment in PyTorch, on CUDA GPUs through Triton and on the CPU."""
 
+from torchmsa import errors, metrics
+from torchmsa.alignment import Alignment
+from torchmsa.ops.kmer import shared_kmer_counts
 from torchmsa.ops.pairwise import PairwiseAlignment, pairwise_align
+from torchmsa.pipeline import align
 from torchmsa.sequences import SequenceBatch
 
 __version__ = "0.1.0"
 
-__all__ = ["PairwiseAlignment", "SequenceBatch", "pairwise_align", "__version__"]
+__all__ = [
+    "Alignment",
+    "PairwiseAlignment",
+    "SequenceBatch",
+    "__version__",
+    "align",
+    "errors",
+    "metrics",
+    "pairwise_align",
+    "shared_kmer_counts",
+]

@@ -9,7 +9,9 @@ Accepted letters:
 
 * protein: the 20 standard amino acids, ``B`` (D/N), ``Z`` (E/Q), ``J`` (I/L), ``X`` (unknown),
   ``U`` (selenocysteine), ``O`` (pyrrolysine) and ``*`` (stop);
-* DNA / RNA: ``A C G T U``, ``N`` and the IUPAC ambiguity codes ``R Y S W K M B D H V``.
+* DNA / RNA: ``A C G T U``, ``N`` and the IUPAC ambiguity codes ``R Y S W K M B D H V``
+  (the two share one letter set, so ``T`` in RNA and ``U`` in DNA are accepted; for k-mers
+  ``U`` counts as ``T``).
 
 Gap characters ``-`` and ``.`` in unaligned input are removed (documented behaviour of
 :func:`encode`); any other character raises :class:`~torchmsa.errors.InvalidCharacterError`.
@@ -21,9 +23,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from torchmsa.errors import AlphabetError, InvalidCharacterError
+from torchmsa.errors import AlphabetError, ArgumentError, InvalidCharacterError
 
-__all__ = ["Alphabet", "PROTEIN", "DNA", "RNA", "get_alphabet", "detect_seqtype", "encode"]
+__all__ = [
+    "Alphabet",
+    "PROTEIN",
+    "DNA",
+    "RNA",
+    "get_alphabet",
+    "resolve_alphabet",
+    "detect_seqtype",
+    "encode",
+    "encode_batch",
+]
 
 INVALID = 255
 GAP_CHARS = "-."
@@ -39,6 +51,8 @@ class Alphabet:
         reduced: for each code, its group in the reduced alphabet used for k-mer counting, or
             255 where a k-mer containing that residue is not counted.
         reduced_size: the number of reduced groups.
+        lookup: ``uint8 [256]``, read-only: the code of each ASCII byte (either case), the gap
+            code for ``-`` and ``.``, 255 for anything the alphabet does not allow.
     """
 
     name: str
@@ -54,10 +68,12 @@ class Alphabet:
 
     @property
     def gap_code(self) -> int:
+        """The code of a gap (and of padding): one past the last residue code."""
         return len(self.letters)
 
     @property
     def is_nucleotide(self) -> bool:
+        """True for DNA and RNA."""
         return self.name in ("dna", "rna")
 
     def __repr__(self) -> str:
@@ -74,6 +90,7 @@ def _lookup(letters: str) -> np.ndarray:
         table[ord(ch.lower())] = code
     for ch in GAP_CHARS:
         table[ord(ch)] = len(letters)
+    table.flags.writeable = False
     return table
 
 
@@ -96,17 +113,30 @@ DNA = _make("dna", _NUC_LETTERS, ["A", "C", "G", "T"], {"U": "T"})
 RNA = _make("rna", _NUC_LETTERS, ["A", "C", "G", "T"], {"U": "T"})
 
 _BY_NAME = {"protein": PROTEIN, "dna": DNA, "rna": RNA}
+_ALIASES = {"prot": "protein", "aa": "protein", "nucleotide": "dna", "nuc": "dna"}
 _NUC_CORE = set("ACGTUN")
-_NUC_ALL = set(_NUC_LETTERS)
+# X is not a nucleotide code, but DNA with a few X (masked bases) is still DNA: detecting it
+# as such makes encode() point at the X instead of silently aligning the DNA as protein.
+_NUC_DETECT = set(_NUC_LETTERS) | {"X"}
 
 
 def get_alphabet(name: str | Alphabet) -> Alphabet:
-    """Return the alphabet called ``name`` (``protein``, ``dna`` or ``rna``)."""
+    """Return the alphabet called ``name``.
+
+    Arguments:
+        name: ``"protein"``, ``"dna"`` or ``"rna"`` (any case; ``"aa"`` and ``"nucleotide"``
+            are accepted too), or an :class:`Alphabet`, returned as it is.
+
+    Returns:
+        One of :data:`PROTEIN`, :data:`DNA`, :data:`RNA`.
+
+    Raises:
+        AlphabetError: for any other name (``"auto"`` included: see :func:`resolve_alphabet`).
+    """
     if isinstance(name, Alphabet):
         return name
-    key = str(name).lower()
-    if key in ("nucleotide", "nuc"):
-        key = "dna"
+    key = str(name).strip().lower()
+    key = _ALIASES.get(key, key)
     if key not in _BY_NAME:
         raise AlphabetError(
             f"Invalid value for `seqtype` argument: {name!r}; use 'protein', 'dna', 'rna' or 'auto'"
@@ -114,18 +144,40 @@ def get_alphabet(name: str | Alphabet) -> Alphabet:
     return _BY_NAME[key]
 
 
+def resolve_alphabet(seqtype: str | Alphabet, seqs: list[str]) -> Alphabet:
+    """The alphabet asked for by ``seqtype``, detected from ``seqs`` when it is ``"auto"``.
+
+    Arguments:
+        seqtype: ``"auto"`` (any case), an alphabet name or an :class:`Alphabet`.
+        seqs: the sequence texts, used only for detection.
+
+    Returns:
+        The alphabet.
+    """
+    if isinstance(seqtype, str) and seqtype.strip().lower() == "auto":
+        return detect_seqtype(seqs)
+    return get_alphabet(seqtype)
+
+
 def detect_seqtype(seqs: list[str]) -> Alphabet:
     """Guess the alphabet of ``seqs``.
 
-    Nucleotide when every letter is a nucleotide IUPAC code and at least 90% of the letters are
-    ``A C G T U N`` (RNA when ``U`` occurs and ``T`` does not); protein otherwise. Gap
-    characters are ignored; an input without letters counts as protein.
+    Nucleotide when every letter is a nucleotide IUPAC code (or ``X``) and at least 90% of the
+    letters are ``A C G T U N`` (RNA when ``U`` occurs and ``T`` does not); protein otherwise.
+    Case and gap characters are ignored; an input without letters counts as protein. A
+    protein made only of nucleotide letters is detected as DNA: pass ``seqtype="protein"``.
+
+    Arguments:
+        seqs: sequence texts.
+
+    Returns:
+        :data:`PROTEIN`, :data:`DNA` or :data:`RNA`.
     """
     text = "".join(seqs).upper().encode("ascii", "replace")
     hist = np.bincount(np.frombuffer(text, dtype=np.uint8), minlength=256)
     letters = {chr(c): int(n) for c, n in enumerate(hist) if n and chr(c) not in GAP_CHARS}
     total = sum(letters.values())
-    if total == 0 or not set(letters) <= _NUC_ALL:
+    if total == 0 or not set(letters) <= _NUC_DETECT:
         return PROTEIN
     core = sum(c for ch, c in letters.items() if ch in _NUC_CORE)
     if core < 0.9 * total:
@@ -147,13 +199,17 @@ def encode(seq: str, alphabet: Alphabet, name: str = "", index: int = 0) -> tupl
         gaps removed (case kept).
 
     Raises:
-        InvalidCharacterError: naming the sequence, the 1-based position and the character.
+        InvalidCharacterError: naming the sequence, the 1-based position (counted in ``seq``
+            as given, gaps included) and the first character the alphabet does not allow.
+        ArgumentError: ``seq`` is not a ``str``.
     """
-    try:
-        raw = np.frombuffer(seq.encode("ascii"), dtype=np.uint8)
-    except UnicodeEncodeError as exc:
-        pos = exc.start
-        raise InvalidCharacterError(name, index, pos + 1, seq[pos], alphabet.name) from None
+    if not isinstance(seq, str):
+        raise ArgumentError(
+            f"sequence {name!r} (#{index + 1}) is a {type(seq).__name__}, not a string; pass its "
+            f"text (str(seq) for a Bio.Seq)"
+        )
+    # each non-ASCII character becomes one '?' (invalid), so byte i is still character i
+    raw = np.frombuffer(seq.encode("ascii", "replace"), dtype=np.uint8)
     codes = alphabet.lookup[raw]
     bad = np.flatnonzero(codes == INVALID)
     if bad.size:
@@ -163,3 +219,48 @@ def encode(seq: str, alphabet: Alphabet, name: str = "", index: int = 0) -> tupl
     if keep.all():
         return codes, seq
     return codes[keep], raw[keep].tobytes().decode("ascii")
+
+
+def encode_batch(
+    seqs: list[str], alphabet: Alphabet, names: list[str] | None = None
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Encode many sequences at once into a padded matrix (what :func:`encode` does for one).
+
+    Arguments:
+        seqs: the sequence texts; gap characters are removed.
+        alphabet: the alphabet to check and encode against.
+        names: the sequences' names, for error messages (default ``seq1``, ``seq2``, ...).
+
+    Returns:
+        ``(codes, lengths, residues)``: ``uint8 [N, Lmax]`` codes padded with the gap code,
+        ``int32 [N]`` residue counts, and each residue text with gaps removed (case kept).
+
+    Raises:
+        InvalidCharacterError: for the first sequence holding an invalid character, at its first
+            one, as :func:`encode` would.
+        ArgumentError: an item of ``seqs`` is not a ``str``.
+    """
+    for i, seq in enumerate(seqs):
+        if not isinstance(seq, str):
+            encode(seq, alphabet, names[i] if names else f"seq{i + 1}", i)
+    sizes = np.array([len(s) for s in seqs], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    # one '?' (invalid) per non-ASCII character keeps byte offsets equal to character offsets
+    raw = np.frombuffer("".join(seqs).encode("ascii", "replace"), dtype=np.uint8)
+    codes = alphabet.lookup[raw]
+    bad = np.flatnonzero(codes == INVALID)
+    if bad.size:
+        i = int(np.searchsorted(starts, bad[0], side="right")) - 1
+        name = names[i] if names else f"seq{i + 1}"
+        pos = int(bad[0] - starts[i])
+        raise InvalidCharacterError(name, i, pos + 1, seqs[i][pos], alphabet.name)
+    keep = codes != alphabet.gap_code
+    kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    lengths = (kept[starts[1:]] - kept[starts[:-1]]).astype(np.int32)
+    residues = [s.replace("-", "").replace(".", "") for s in seqs]
+    out = np.full((len(seqs), int(lengths.max(initial=0))), alphabet.gap_code, dtype=np.uint8)
+    # [R] row and column of every kept residue, R = lengths.sum()
+    rows = np.repeat(np.arange(len(seqs)), lengths)
+    cols = np.arange(rows.size) - np.repeat(kept[starts[:-1]], lengths)
+    out[rows, cols] = codes[keep]
+    return out, lengths, residues

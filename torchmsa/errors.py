@@ -2,7 +2,8 @@
 
 Every error a user can cause is a subclass of :class:`ValueError` (bad input, bad argument) or
 :class:`RuntimeError` (a resource or device problem), and its message names the thing, the value
-and what to do about it.
+and what to do about it, on one line (the command line prints ``str(exc)``). The types with
+fields can be pickled, so they cross process boundaries intact.
 """
 
 from __future__ import annotations
@@ -46,11 +47,18 @@ class InvalidCharacterError(InputError):
         self.position = position
         self.character = character
         self.alphabet = alphabet
+        nucleotide = alphabet in ("dna", "rna")
+        unknown = "'N' for an unknown base" if nucleotide else "'X' for an unknown amino acid"
         super().__init__(
             f"sequence {name!r} (#{index + 1}) has invalid character {character!r} at position "
-            f"{position} for the {alphabet} alphabet; remove or replace it (use 'X' for an unknown "
-            f"amino acid, 'N' for an unknown nucleotide), or pass seqtype= if the alphabet was "
-            f"detected wrongly"
+            f"{position} for the {alphabet} alphabet; remove or replace it (use {unknown}), or "
+            f"pass seqtype= if the alphabet was detected wrongly"
+        )
+
+    def __reduce__(self):
+        return (
+            type(self),
+            (self.name, self.index, self.position, self.character, self.alphabet),
         )
 
 
@@ -91,8 +99,12 @@ class ResourceError(TorchMSAError, RuntimeError):
         self.what = what
         self.needed = needed
         self.available = available
+        self.hint = hint
         msg = (
             f"{what} needs {needed / 2**20:.1f} MiB but only {available / 2**20:.1f} MiB "
             f"are available"
         )
         super().__init__(msg + (f"; {hint}" if hint else ""))
+
+    def __reduce__(self):
+        return (type(self), (self.what, self.needed, self.available, self.hint))

@@ -32,7 +32,7 @@ from Bio.Align import substitution_matrices
 from torchmsa.alphabet import Alphabet, get_alphabet
 from torchmsa.errors import ScoringError
 
-__all__ = ["Scoring", "get_scoring", "load_matrix", "DEFAULTS", "MATRICES"]
+__all__ = ["Scoring", "get_scoring", "load_matrix", "gap_cost", "DEFAULTS", "MATRICES"]
 
 MATRICES = ("BLOSUM45", "BLOSUM62", "BLOSUM80", "PAM250", "NUC.4.4")
 DEFAULTS = {
@@ -155,14 +155,20 @@ def load_matrix(matrix, alphabet: Alphabet | str) -> tuple[str, np.ndarray, int]
     return _layout(*_source(matrix, "matrix"), alphabet)
 
 
-def _gap_cost(value, scale: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, Real):
+def gap_cost(value, what: str) -> float:
+    """Check a gap cost: a finite number >= 0 (raises :class:`ScoringError` otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or value != value:
         raise ScoringError(f"Invalid value for `{what}` argument: {value!r}; pass a number >= 0")
-    if value < 0:
+    if value < 0 or value == float("inf"):
         raise ScoringError(
             f"Invalid value for `{what}` argument: {value!r}; gap costs are positive numbers "
             f"(a gap of length k scores -(gap_open + (k-1)*gap_extend))"
         )
+    return float(value)
+
+
+def _gap_cost(value, scale: int, what: str) -> int:
+    value = gap_cost(value, what)
     scaled = value * scale
     if abs(scaled - round(scaled)) > 1e-9:
         raise ScoringError(

@@ -7,13 +7,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-import numpy as np
 import torch
+from Bio.Seq import MutableSeq, Seq
 
-from torchmsa.alphabet import Alphabet, detect_seqtype, encode, get_alphabet
+from torchmsa.alphabet import Alphabet, encode_batch, resolve_alphabet
 from torchmsa.errors import ArgumentError, EmptyInputError
 
 __all__ = ["Record", "SequenceBatch", "as_records"]
+
+# what Bio.SeqRecord.SeqRecord holds when no description was given
+_NO_DESCRIPTION = "<unknown description>"
 
 
 class Record(NamedTuple):
@@ -24,37 +27,87 @@ class Record(NamedTuple):
     seq: str
 
 
+def _text(value, where: str) -> str:
+    """A sequence's text: ``str``, ``Bio.Seq.Seq`` / ``MutableSeq``; anything else is refused
+    (``str(None)`` would otherwise become the protein ``"NONE"``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (Seq, MutableSeq)):
+        try:
+            return str(value)
+        except ValueError:
+            raise ArgumentError(
+                f"{where} is a Bio.Seq of undefined content; give its letters"
+            ) from None
+    raise ArgumentError(
+        f"{where} is a {type(value).__name__}, not a sequence; give a str or a Bio.Seq"
+    )
+
+
+def _header(name: str, description: str) -> str:
+    """A FASTA-style header line: ``description`` when it starts with ``name``, else both."""
+    description = "" if description == _NO_DESCRIPTION else description.strip()
+    if description.startswith(name) and description[len(name) :][:1] in ("", " ", "\t"):
+        return description
+    return f"{name} {description}" if description else name
+
+
+def _from_seqrecord(item) -> Record:
+    name = str(item.id)
+    return Record(name, _header(name, str(item.description or "")), _text(item.seq, f"{name!r}"))
+
+
 def as_records(seqs) -> list[Record]:
     """Normalise every accepted input form to a list of :class:`Record`.
 
-    Accepted: a path (``str`` or ``os.PathLike``; ``"-"`` is standard input), a list of
-    strings (named ``seq1``, ``seq2``, ...), a ``dict`` of name to sequence, a list of
-    ``Bio.SeqRecord.SeqRecord``, a list of :class:`Record` or of ``(name, seq)`` pairs.
+    Arguments:
+        seqs: a path (``str`` or ``os.PathLike``; ``"-"`` is standard input) or an open file;
+            a list (or any iterable) of strings (named ``seq1``, ``seq2``, ...), of
+            ``Bio.SeqRecord.SeqRecord``, of :class:`Record` or of ``(name, seq)`` pairs; a
+            ``dict`` of name to sequence; a ``Bio.Align.MultipleSeqAlignment`` or
+            ``Bio.Align.Alignment`` (its sequences); a single ``SeqRecord``; a
+            :class:`SequenceBatch`. Sequences may be ``str`` or ``Bio.Seq.Seq``.
+
+    Returns:
+        The records, input order. A ``SeqRecord``'s description becomes ``"id description"``
+        when it does not start with the id, as Biopython writes FASTA headers.
+
+    Raises:
+        ArgumentError: an input or item of a type that holds no sequence.
     """
     from torchmsa import io
 
-    if isinstance(seqs, (str, os.PathLike)):
+    if isinstance(seqs, (str, os.PathLike)) or hasattr(seqs, "read"):
         return io.read_sequences(seqs)
-    if isinstance(seqs, dict):
-        return [Record(str(k), str(k), str(v)) for k, v in seqs.items()]
     if isinstance(seqs, SequenceBatch):
         return [Record(n, d, r) for n, d, r in zip(seqs.names, seqs.descriptions, seqs.residues)]
-    if not isinstance(seqs, Iterable):
+    if isinstance(seqs, dict):
+        return [Record(str(k), str(k), _text(v, f"sequence {k!r}")) for k, v in seqs.items()]
+    if hasattr(seqs, "seq") and hasattr(seqs, "id"):
+        return [_from_seqrecord(seqs)]
+    if hasattr(seqs, "sequences") and hasattr(seqs, "coordinates"):
+        seqs = seqs.sequences  # Bio.Align.Alignment: ungapped sequences, names kept
+    if isinstance(seqs, (bytes, bytearray)) or not isinstance(seqs, Iterable):
         raise ArgumentError(
             f"Invalid value for `seqs` argument: {type(seqs).__name__}; pass a file path, a list "
             f"of strings, a dict of name to sequence or a list of Bio.SeqRecord"
         )
+    if isinstance(seqs, (Seq, MutableSeq)):
+        raise ArgumentError("`seqs` is a single Bio.Seq; pass a list of sequences, e.g. [str(seq)]")
     out = []
     for i, item in enumerate(seqs):
         if isinstance(item, Record):
+            if not isinstance(item.seq, str):
+                item = item._replace(seq=_text(item.seq, f"sequence {item.name!r}"))
             out.append(item)
-        elif isinstance(item, str):
-            out.append(Record(f"seq{i + 1}", f"seq{i + 1}", item))
+        elif isinstance(item, (str, Seq, MutableSeq)):
+            name = f"seq{i + 1}"
+            out.append(Record(name, name, _text(item, f"item #{i + 1} of `seqs`")))
         elif hasattr(item, "seq") and hasattr(item, "id"):
-            desc = getattr(item, "description", "") or item.id
-            out.append(Record(str(item.id), str(desc), str(item.seq)))
+            out.append(_from_seqrecord(item))
         elif isinstance(item, tuple) and len(item) == 2:
-            out.append(Record(str(item[0]), str(item[0]), str(item[1])))
+            name = str(item[0])
+            out.append(Record(name, name, _text(item[1], f"sequence {name!r}")))
         else:
             raise ArgumentError(
                 f"Invalid item #{i + 1} in `seqs`: {type(item).__name__}; items must be strings, "
@@ -63,7 +116,7 @@ def as_records(seqs) -> list[Record]:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SequenceBatch:
     """Sequences as a padded code tensor, on any torch device.
 
@@ -71,8 +124,8 @@ class SequenceBatch:
         names: sequence ids, input order (duplicates allowed).
         descriptions: whole header lines (the id and any description after it).
         residues: residue text with gaps removed and the input's case kept.
-        codes: ``uint8 [N, Lmax]`` residue codes; positions past a sequence's length hold
-            ``alphabet.gap_code``.
+        codes: ``uint8 [N, Lmax]`` residue codes (``Lmax`` may be 0); positions past a
+            sequence's length hold ``alphabet.gap_code``.
         lengths: ``int32 [N]`` residue counts.
         alphabet: the alphabet of :attr:`codes`.
     """
@@ -83,6 +136,24 @@ class SequenceBatch:
     codes: torch.Tensor
     lengths: torch.Tensor
     alphabet: Alphabet
+
+    def __post_init__(self):
+        n = len(self.names)
+        if len(self.descriptions) != n or len(self.residues) != n:
+            raise ArgumentError(
+                f"SequenceBatch needs as many descriptions ({len(self.descriptions)}) and "
+                f"residue strings ({len(self.residues)}) as names ({n})"
+            )
+        if self.codes.dtype != torch.uint8 or self.codes.dim() != 2 or len(self.codes) != n:
+            raise ArgumentError(
+                f"SequenceBatch.codes must be uint8 [N={n}, Lmax]; got {self.codes.dtype} "
+                f"{list(self.codes.shape)} (build batches with SequenceBatch.from_input)"
+            )
+        if self.lengths.dtype != torch.int32 or list(self.lengths.shape) != [n]:
+            raise ArgumentError(
+                f"SequenceBatch.lengths must be int32 [N={n}]; got {self.lengths.dtype} "
+                f"{list(self.lengths.shape)} (build batches with SequenceBatch.from_input)"
+            )
 
     def __len__(self) -> int:
         return len(self.names)
@@ -95,40 +166,69 @@ class SequenceBatch:
 
     @property
     def device(self) -> torch.device:
+        """The device of :attr:`codes` and :attr:`lengths`."""
         return self.codes.device
 
     def to(self, device) -> SequenceBatch:
-        """The same batch with its tensors on ``device``."""
-        return replace(self, codes=self.codes.to(device), lengths=self.lengths.to(device))
+        """The same batch with its tensors on ``device``.
+
+        Arguments:
+            device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a ``torch.device``.
+
+        Returns:
+            A new batch (this one when it is on ``device`` already).
+
+        Raises:
+            DeviceError: a CUDA device that does not exist or cannot be used.
+        """
+        from torchmsa.ops.backend import resolve_device
+
+        dev = resolve_device(device)
+        if self.codes.device == dev and self.lengths.device == dev:
+            return self
+        return replace(self, codes=self.codes.to(dev), lengths=self.lengths.to(dev))
 
     @classmethod
     def from_input(cls, seqs, seqtype: str | Alphabet = "auto", device="cpu") -> SequenceBatch:
         """Encode sequences given in any form that :func:`as_records` accepts.
 
         Arguments:
-            seqs: the sequences.
-            seqtype: ``"auto"`` (detect), ``"protein"``, ``"dna"`` or ``"rna"``.
-            device: where to put the tensors.
+            seqs: the sequences. Gap characters (``-`` ``.``) are removed; case is kept in
+                :attr:`residues`. Empty sequences are allowed.
+            seqtype: ``"auto"`` (detect), ``"protein"``, ``"dna"``, ``"rna"`` or an
+                :class:`~torchmsa.alphabet.Alphabet`. A :class:`SequenceBatch` keeps its
+                alphabet under ``"auto"``.
+            device: where to put the tensors (as in :meth:`to`).
+
+        Returns:
+            The batch.
 
         Raises:
             InvalidCharacterError: a sequence holds a character its alphabet does not allow.
             EmptyInputError: there are no sequences.
+            AlphabetError: ``seqtype`` is not an alphabet name.
+
+        >>> b = SequenceBatch.from_input({"a": "ACgt", "b": "A-C"})
+        >>> b.alphabet.name, b.lengths.tolist(), b.residues
+        ('dna', [4, 2], ['ACgt', 'AC'])
         """
+        if isinstance(seqs, SequenceBatch):
+            same = isinstance(seqtype, str) and seqtype.strip().lower() == "auto"
+            if same or resolve_alphabet(seqtype, []) == seqs.alphabet:
+                return seqs.to(device)
         records = as_records(seqs)
         if not records:
             raise EmptyInputError("no sequences were given; the input is empty")
-        texts = [r.seq for r in records]
-        alphabet = detect_seqtype(texts) if seqtype == "auto" else get_alphabet(seqtype)
-        encoded = [encode(r.seq, alphabet, r.name, i) for i, r in enumerate(records)]
-        lengths = np.array([len(c) for c, _ in encoded], dtype=np.int32)
-        codes = np.full((len(records), max(1, int(lengths.max()))), alphabet.gap_code, np.uint8)
-        for i, (c, _) in enumerate(encoded):
-            codes[i, : len(c)] = c
-        return cls(
+        alphabet = resolve_alphabet(seqtype, [r.seq for r in records])
+        codes, lengths, residues = encode_batch(
+            [r.seq for r in records], alphabet, [r.name for r in records]
+        )
+        batch = cls(
             names=[r.name for r in records],
             descriptions=[r.description for r in records],
-            residues=[res for _, res in encoded],
-            codes=torch.from_numpy(codes).to(device),
-            lengths=torch.from_numpy(lengths).to(device),
+            residues=residues,
+            codes=torch.from_numpy(codes),
+            lengths=torch.from_numpy(lengths),
             alphabet=alphabet,
         )
+        return batch.to(device)

@@ -1,0 +1,191 @@
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import torchmsa
+from torchmsa.alphabet import get_alphabet
+from torchmsa.errors import ArgumentError, EmptyInputError, InvalidCharacterError, ScoringError
+from torchmsa.io import read_alignment, read_sequences
+from torchmsa.metrics import score_alignment
+from torchmsa.pipeline import profile_scoring
+from torchmsa.progressive import column_scores
+
+HERE = Path(__file__).parent
+EXAMPLE = HERE.parent / "examples" / "superoxide_dismutase.fasta"
+BALIBASE = HERE.parent.parent / "shared" / "benchmarks" / "balibase3"
+AMINO = "ARNDCQEGHILKMFPSTWYV"
+
+
+def _check_valid(aln, records):
+    """Names, order, residues (with case) and equal widths; no all-gap column."""
+    assert aln.names == [r.name for r in records]
+    assert [row.replace("-", "") for row in aln.rows] == [r.seq.replace("-", "") for r in records]
+    assert len({len(row) for row in aln.rows}) == 1
+    if aln.width and any(r.seq for r in records):
+        assert not bool(aln.gap_mask().all(0).any())
+
+
+def _family(rng, n, length, mutate=0.2):
+    root = "".join(rng.choice(list(AMINO), length))
+    seqs = []
+    for _ in range(n):
+        s = [c if rng.random() > mutate else rng.choice(list(AMINO)) for c in root]
+        for _ in range(2):
+            k = int(rng.integers(0, len(s)))
+            if rng.random() < 0.5:
+                del s[k : k + int(rng.integers(1, 4))]
+            else:
+                s[k:k] = list(rng.choice(list(AMINO), int(rng.integers(1, 4))))
+        seqs.append("".join(s))
+    return seqs
+
+
+@pytest.mark.parametrize("mode", ["fast", "default"])
+def test_example_alignment_is_valid_and_deterministic(mode):
+    records = read_sequences(EXAMPLE)
+    a1 = torchmsa.align(EXAMPLE, device="cpu", mode=mode)
+    a2 = torchmsa.align(EXAMPLE, device="cpu", mode=mode)
+    _check_valid(a1, records)
+    assert a1.rows == a2.rows
+    assert torch.equal(a1.codes, a2.codes)
+    assert a1.metadata["mode"] == mode and a1.metadata["device"] == "cpu"
+
+
+def test_input_forms_give_the_same_alignment():
+    records = read_sequences(EXAMPLE)
+    by_path = torchmsa.align(str(EXAMPLE), device="cpu", mode="fast")
+    by_dict = torchmsa.align({r.name: r.seq for r in records}, device="cpu", mode="fast")
+    by_list = torchmsa.align([r.seq for r in records], device="cpu", mode="fast")
+    assert by_path.rows == by_dict.rows == by_list.rows
+    assert by_list.names == [f"seq{i + 1}" for i in range(len(records))]
+
+
+def test_case_gaps_empty_and_duplicates_round_trip():
+    rng = np.random.default_rng(0)
+    seqs = _family(rng, 6, 40)
+    seqs[1] = seqs[1].lower()
+    seqs[2] = seqs[2][:10] + "--" + seqs[2][10:]
+    records = [("x", s) for s in seqs] + [("empty", "")]
+    aln = torchmsa.align(records, device="cpu", mode="default")
+    assert aln.names == ["x"] * 6 + ["empty"]
+    assert [r.replace("-", "") for r in aln.rows] == [s.replace("-", "") for s in seqs] + [""]
+    assert aln.rows[1].replace("-", "").islower()
+    assert set(aln.rows[-1]) <= {"-"}
+
+
+def test_tiny_inputs():
+    one = torchmsa.align(["MKV"], device="cpu")
+    assert one.rows == ["MKV"] and one.tree is None
+    two = torchmsa.align(["MKVLA", "MKLA"], device="cpu")
+    assert two.rows[0] == "MKVLA" and two.rows[1].replace("-", "") == "MKLA"
+    empty = torchmsa.align(["", ""], device="cpu")
+    assert empty.rows == ["", ""] and empty.width == 0
+    with pytest.raises(EmptyInputError):
+        torchmsa.align([], device="cpu")
+
+
+def test_dna_is_detected_and_aligned():
+    rng = np.random.default_rng(1)
+    root = "".join(rng.choice(list("ACGT"), 60))
+    seqs = [root, root[:20] + root[25:], root[5:] + "ACGT", root.replace("A", "U")]
+    aln = torchmsa.align(seqs, device="cpu")
+    assert aln.alphabet.name == "dna"
+    assert [r.replace("-", "") for r in aln.rows] == seqs
+
+
+def test_bad_input_and_arguments():
+    with pytest.raises(InvalidCharacterError) as err:
+        torchmsa.align({"ok": "MKV", "bad": "MK1V"}, device="cpu")
+    assert (err.value.name, err.value.position, err.value.character) == ("bad", 3, "1")
+    with pytest.raises(ArgumentError):
+        torchmsa.align(["MKV", "MKV"], mode="turbo", device="cpu")
+    with pytest.raises(ArgumentError):
+        torchmsa.align(["MKV", "MKV"], tree="random", device="cpu")
+    with pytest.raises(ScoringError):
+        torchmsa.align(["MKV", "MKV"], gap_open=1, gap_extend=3, device="cpu")
+    with pytest.raises(torchmsa.errors.DeviceError):
+        torchmsa.align(["MKV", "MKV"], device="cuda:99")
+
+
+def test_column_scores_are_exact_at_the_weight_limit():
+    rng = np.random.default_rng(2)
+    mat = profile_scoring(get_alphabet("protein")).matrix
+    for _ in range(20):
+        wa, wb = (int(x) for x in rng.integers(1 << 17, 1 << 19, 2))
+        pa = rng.multinomial(wa, np.ones(27) / 27, size=5)
+        pb = rng.multinomial(wb, np.ones(27) / 27, size=4)
+        got = column_scores(
+            torch.tensor(pa, dtype=torch.float64),
+            torch.tensor(pb, dtype=torch.float64),
+            mat.double(),
+            wa,
+            wb,
+        )
+        m = mat.tolist()
+        want = [
+            [
+                sum(int(pa[i, x]) * m[x][y] * int(pb[j, y]) for x in range(27) for y in range(27))
+                // (wa * wb)
+                for j in range(4)
+            ]
+            for i in range(5)
+        ]
+        assert got.tolist() == want
+
+
+def test_alignment_tensors_and_formats():
+    aln = torchmsa.align(EXAMPLE, device="cpu", mode="fast")
+    n, c = len(aln), aln.width
+    hot = aln.one_hot()
+    assert hot.shape == (n, c, aln.alphabet.size + 1) and torch.all(hot.sum(-1) == 1)
+    prof = aln.profile()
+    assert prof.shape == (c, aln.alphabet.size + 1)
+    assert torch.allclose(prof.sum(-1), torch.ones(c))
+    assert torch.equal(aln.gap_mask(), torch.tensor([[ch == "-" for ch in r] for r in aln.rows]))
+    for fmt in ("fasta", "clustal", "stockholm", "phylip"):
+        handle = io.StringIO()
+        aln.write(handle, fmt)
+        back = read_alignment(io.StringIO(handle.getvalue()), fmt)
+        assert [r.seq for r in back] == aln.rows and [r.name for r in back] == aln.names
+    bio = aln.to_biopython()
+    assert [str(r.seq) for r in bio] == aln.rows
+    assert aln.tree.newick().endswith(";")
+
+
+def test_a3m_and_deletion_matrix_by_hand():
+    from torchmsa.alignment import Alignment
+    from torchmsa.alphabet import PROTEIN, encode
+
+    rows = ["AC--DE", "A-GHD-", "-CG-DE"]
+    codes = torch.tensor(
+        np.stack(
+            [
+                np.array([PROTEIN.gap_code if ch == "-" else encode(ch, PROTEIN)[0][0] for ch in r])
+                for r in rows
+            ]
+        ),
+        dtype=torch.uint8,
+    )
+    aln = Alignment(
+        ["q", "s", "t"], ["q", "s", "t"], [r.replace("-", "") for r in rows], codes, PROTEIN
+    )
+    assert aln.rows == rows
+    assert aln.a3m(0) == ">q\nACDE\n>s\nA-ghD-\n>t\n-CgDE\n"
+    assert aln.deletion_matrix(0).tolist() == [[0, 0, 0, 0], [0, 0, 2, 0], [0, 0, 1, 0]]
+    with pytest.raises(ArgumentError):
+        aln.a3m(7)
+
+
+@pytest.mark.skipif(not BALIBASE.is_dir(), reason="../shared/benchmarks not present")
+@pytest.mark.parametrize("case", ["BB11001", "BB12001", "BB50001"])
+def test_balibase_accuracy(case):
+    aln = torchmsa.align(BALIBASE / f"{case}.in.fasta", device="cpu", mode="default")
+    _check_valid(aln, read_sequences(BALIBASE / f"{case}.in.fasta"))
+    core = (BALIBASE / f"{case}.core.txt").read_text().strip()
+    score = score_alignment(
+        list(zip(aln.names, aln.rows)), BALIBASE / f"{case}.ref.fasta", core=core
+    )
+    assert score.sp >= 0.6, score

@@ -1,0 +1,119 @@
+import gzip
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchmsa.cli import main
+from torchmsa.io import read_alignment, read_sequences
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "superoxide_dismutase.fasta"
+
+
+def _run(argv, capsys, stdin_text=None, monkeypatch=None):
+    if stdin_text is not None:
+        fake = io.TextIOWrapper(io.BytesIO(stdin_text.encode()), encoding="utf-8")
+        monkeypatch.setattr(sys, "stdin", fake)
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_align_to_stdout_and_files(tmp_path, capsys):
+    code, out, err = _run(["align", str(EXAMPLE), "-q"], capsys)
+    assert code == 0 and err == ""
+    rows = read_alignment(io.StringIO(out), "fasta")
+    records = read_sequences(EXAMPLE)
+    assert [r.name for r in rows] == [r.name for r in records]
+    assert [r.seq.replace("-", "") for r in rows] == [r.seq for r in records]
+
+    out_path, tree_path = tmp_path / "aln.sto", tmp_path / "guide.nwk"
+    code, _, err = _run(
+        [
+            "align",
+            str(EXAMPLE),
+            "-o",
+            str(out_path),
+            "--tree-out",
+            str(tree_path),
+            "--mode",
+            "fast",
+            "-v",
+        ],
+        capsys,
+    )
+    assert code == 0 and "mode fast" in err and "device cpu" in err
+    assert out_path.read_text().startswith("# STOCKHOLM")
+    assert tree_path.read_text().strip().endswith(";")
+
+    gz = tmp_path / "aln.clustal.gz"
+    assert _run(["align", str(EXAMPLE), "-o", str(gz), "--format", "clustal"], capsys)[0] == 0
+    assert gzip.decompress(gz.read_bytes()).decode().startswith("CLUSTAL")
+
+
+def test_align_reads_gzip_stdin(tmp_path, capsys, monkeypatch):
+    text = EXAMPLE.read_text()
+    code, out, _ = _run(["align", "-", "--format", "a3m"], capsys, text, monkeypatch)
+    assert code == 0 and out.startswith(">")
+    first = out.split("\n")[1]
+    assert first == first.upper() and "-" not in first  # the query row has no insertions
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["align", "/no/such/file.fasta"], "no such file"),
+        (["align", str(EXAMPLE), "--mode", "turbo"], "invalid choice"),
+        (["align", str(EXAMPLE), "--gap-open", "x"], "not a number"),
+        (["align", str(EXAMPLE), "--gap-open", "1", "--gap-extend", "2"], "gap_extend"),
+        (["align", str(EXAMPLE), "--device", "cuda:7"], "cuda:7"),
+        (["pairwise", str(EXAMPLE)], "required"),
+    ],
+)
+def test_user_errors_print_one_line(argv, needle, capsys):
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and needle in err and "Traceback" not in err
+
+
+def test_bad_character_names_sequence_and_position(tmp_path, capsys):
+    bad = tmp_path / "bad.fasta"
+    bad.write_text(">ok\nMKV\n>broken\nMK1V\n")
+    code, _, err = _run(["align", str(bad)], capsys)
+    assert code == 2 and "'broken'" in err and "position 3" in err and "'1'" in err
+
+
+def test_pairwise_tsv_and_fasta(tmp_path, capsys):
+    a, b = tmp_path / "a.fa", tmp_path / "b.fa"
+    a.write_text(">q\nHEAGAWGHEE\n")
+    b.write_text(">t1\nPAWHEAE\n>t2\nHEAGAWGHE\n")
+    code, out, _ = _run(["pairwise", str(a), str(b), "--mode", "local"], capsys)
+    lines = out.strip().splitlines()
+    assert code == 0 and lines[0].startswith("a\tb\tscore")
+    assert lines[1].split("\t")[:3] == ["q", "t1", "18"]
+    code, out, _ = _run(["pairwise", str(a), str(b), "--format", "fasta"], capsys)
+    assert code == 0 and out.count(">") == 4
+    code, out, _ = _run(["pairwise", str(a), str(b), "--score-only"], capsys)
+    assert code == 0 and "aligned_a" not in out
+
+
+def test_score_command(tmp_path, capsys):
+    ref = tmp_path / "ref.fasta"
+    ref.write_text(">a\nAC-D\n>b\nACGD\n")
+    test = tmp_path / "test.fasta"
+    test.write_text(">a\nA-CD\n>b\nACGD\n")
+    core = tmp_path / "core.txt"
+    core.write_text("1101\n")
+    code, out, _ = _run(["score", str(ref), str(ref)], capsys)
+    assert code == 0 and out.strip() == "SP=1.0000\tTC=1.0000"
+    code, out, _ = _run(["score", str(test), str(ref), "--core", str(core)], capsys)
+    assert code == 0 and out.startswith("SP=0.6667")
+
+
+def test_entry_point_runs_as_module():
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchmsa", "--version"], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("torchmsa ")

@@ -1,0 +1,5 @@
+import sys
+
+from torchmsa.cli import main
+
+sys.exit(main())

@@ -1,0 +1,245 @@
+"""Guide-tree clustering on the CPU (numba): agglomerative linkages and neighbour joining.
+
+Both work on slots ``0 .. n-1``, slot i holding leaf i at the start. Each step joins the pair of
+active slots ``i < j`` with the smallest criterion, the smallest ``(i, j)`` in lexicographic
+order among equal values; the new cluster takes slot i and slot j is retired. The joined node
+of step s gets id ``n + s``; its children are the two clusters' node ids, the lower id first.
+
+Linkage (criterion: the distance; height of a join = distance / 2). With ``lo <= hi`` the
+distances of the two joined clusters to a third one, the new distance is
+``lo + w * (hi - lo)``:
+
+* ``UPGMA`` (average linkage): ``w`` = size of the cluster at ``hi`` / size of both;
+* ``MAFFT``: ``w = sueff / 2`` with ``sueff = 0.1``, i.e. ``(1 - sueff) * min + sueff *
+  mean``, MAFFT's modified UPGMA (https://mafft.cbrc.jp/alignment/software/algorithms/upg.html);
+* ``SINGLE``: ``w = 0``, the minimum.
+
+Written as ``lo + w * (hi - lo)`` the new distance is never below ``lo`` in floating point, so
+heights never decrease and branch lengths are never negative. Every row keeps its minimum and
+the slot of its first occurrence; a join changes only the rows whose minimum sat in one of the
+two joined slots, so the usual step costs O(n) and the whole run O(n^2) (memory: one n x n
+float64 copy). For large n the time goes into writing the joined slot's column (one cache miss
+per active row and join), not into comparisons.
+
+Neighbour joining (Saitou & Nei 1987): criterion ``Q(i, j) = (m - 2) * d(i, j) - r(i) - r(j)``
+with ``m`` active slots and ``r`` the row sums over active slots; branch lengths
+``d(i, j) / 2 + (r(i) - r(j)) / (2 (m - 2))`` and ``d(i, j)`` minus that, each raised to 0 when
+negative; new distances ``(d(i, k) + d(j, k) - d(i, j)) / 2``. Row sums are updated in place,
+``r(k) = r(k) - d(i, k) - d(j, k) + d(new, k)``, and the joined slot's row sum is summed afresh in
+slot order. The last two clusters hang from the root at half their distance each. O(n^3) time;
+the matrix is compacted (in slot order) whenever half of its slots are retired.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["UPGMA", "MAFFT", "SINGLE", "SUEFF", "check_distances", "linkage", "neighbor_joining"]
+
+UPGMA, MAFFT, SINGLE = 0, 1, 2
+SUEFF = 0.1
+
+
+@njit(cache=True)
+def check_distances(d):
+    """An off-diagonal problem as ``(kind, i, j)``: 1 not finite, 2 negative, 3 asymmetric;
+    ``(0, -1, -1)`` when there is none."""
+    n = d.shape[0]
+    tile = 64  # pairs tile by tile, so that d[j, i] is read along cached rows
+    for i0 in range(0, n, tile):
+        for j0 in range(i0, n, tile):
+            for i in range(i0, min(i0 + tile, n)):
+                for j in range(max(j0, i + 1), min(j0 + tile, n)):
+                    x, y = d[i, j], d[j, i]
+                    if not (x >= 0 and y >= 0 and x == y and x < np.inf):
+                        for a, b in ((i, j), (j, i)):
+                            if not np.isfinite(d[a, b]):
+                                return 1, a, b
+                            if d[a, b] < 0:
+                                return 2, a, b
+                        return 3, i, j
+    return 0, -1, -1
+
+
+@njit(cache=True, inline="always")
+def _row_min(row, active):
+    best = np.inf
+    arg = -1
+    for c in range(row.shape[0]):
+        if active[c] and row[c] < best:
+            best = row[c]
+            arg = c
+    return best, arg
+
+
+@njit(cache=True)
+def _linkage(d, method, children, heights):
+    """Agglomerate ``d`` (an n x n copy with +inf on the diagonal; overwritten).
+
+    Only the rows and columns of active slots are kept up to date; scans skip retired slots.
+    """
+    n = d.shape[0]
+    size = np.ones(n, np.int64)
+    node = np.arange(n)
+    active = np.ones(n, np.bool_)
+    row_min = np.empty(n)
+    row_arg = np.empty(n, np.int64)
+    for k in range(n):
+        row_min[k], row_arg[k] = _row_min(d[k], active)
+    for step in range(n - 1):
+        best = np.inf
+        i = -1
+        for k in range(n):
+            if active[k] and row_min[k] < best:
+                best = row_min[k]
+                i = k
+        j = row_arg[i]  # > i: a smaller j would hold the same minimum in an earlier row
+        a, b = node[i], node[j]
+        children[step, 0] = min(a, b)
+        children[step, 1] = max(a, b)
+        heights[step] = best / 2
+        si, sj = size[i], size[j]
+        active[j] = False
+        di, dj = d[i], d[j]
+        # one pass over the other rows: new distance, its mirror, and row k's cached minimum
+        # (only columns i and j of row k changed, and column j is now retired)
+        for k in range(n):
+            if not active[k] or k == i:
+                continue
+            x, y = di[k], dj[k]
+            if x <= y:
+                lo, hi, w_hi = x, y, sj
+            else:
+                lo, hi, w_hi = y, x, si
+            if method == UPGMA:
+                v = lo + (w_hi / (si + sj)) * (hi - lo)
+            elif method == MAFFT:
+                v = lo + (SUEFF / 2) * (hi - lo)
+            else:
+                v = lo
+            di[k] = v
+            d[k, i] = v
+            arg = row_arg[k]
+            if arg == i or arg == j:
+                # no slot below i held the old minimum, so i is its first slot if v keeps it
+                if v <= row_min[k]:
+                    row_min[k] = v
+                    row_arg[k] = i
+                else:
+                    row_min[k], row_arg[k] = _row_min(d[k], active)
+            elif v < row_min[k] or (v == row_min[k] and i < arg):
+                row_min[k] = v
+                row_arg[k] = i
+        size[i] = si + sj
+        node[i] = n + step
+        row_min[i], row_arg[i] = _row_min(di, active)
+
+
+def linkage(dist: np.ndarray, method: int) -> tuple[np.ndarray, np.ndarray]:
+    """Agglomerative clustering of a validated distance matrix.
+
+    Arguments:
+        dist: ``float64 [n, n]`` symmetric, finite, non-negative (the diagonal is ignored).
+        method: :data:`UPGMA`, :data:`MAFFT` or :data:`SINGLE`.
+
+    Returns:
+        ``(children int64 [n-1, 2], heights float64 [n-1])`` of the joined nodes in join order.
+    """
+    n = dist.shape[0]
+    d = np.array(dist, dtype=np.float64, order="C", copy=True)
+    np.fill_diagonal(d, np.inf)
+    children = np.empty((max(n - 1, 0), 2), np.int64)
+    heights = np.empty(max(n - 1, 0), np.float64)
+    if n > 1:
+        _linkage(d, method, children, heights)
+    return children, heights
+
+
+@njit(cache=True)
+def _compact(d, active, r, node):
+    keep = np.flatnonzero(active)
+    m = keep.shape[0]
+    out = np.empty((m, m))
+    for a in range(m):
+        for b in range(m):
+            out[a, b] = d[keep[a], keep[b]]
+    return out, np.ones(m, np.bool_), r[keep].copy(), node[keep].copy()
+
+
+@njit(cache=True)
+def _nj(d, children, lengths):
+    n = d.shape[0]
+    node = np.arange(n)
+    active = np.ones(n, np.bool_)
+    r = np.zeros(n)
+    for i in range(n):
+        for k in range(n):
+            if k != i:
+                r[i] += d[i, k]
+    for step in range(n - 2):
+        m = n - step
+        if d.shape[0] >= 64 and 2 * m <= d.shape[0]:
+            # keeping slot order keeps the tie-breaking order
+            d, active, r, node = _compact(d, active, r, node)
+        best = np.inf
+        i = j = -1
+        scale = float(m - 2)
+        for a in range(d.shape[0]):
+            if not active[a]:
+                continue
+            ra = r[a]
+            row = d[a]
+            for b in range(a + 1, d.shape[0]):
+                # a retired slot b has r[b] = -inf, so q = +inf: no test of active[b] needed
+                q = scale * row[b] - ra - r[b]
+                if q < best:
+                    best = q
+                    i, j = a, b
+        dij = d[i, j]
+        li = dij / 2 + (r[i] - r[j]) / (2 * (m - 2))
+        lj = dij - li
+        lengths[node[i]] = max(li, 0.0)
+        lengths[node[j]] = max(lj, 0.0)
+        children[step, 0] = min(node[i], node[j])
+        children[step, 1] = max(node[i], node[j])
+        ri = 0.0
+        for k in range(d.shape[0]):
+            if not active[k] or k == i or k == j:
+                continue
+            v = (d[i, k] + d[j, k] - dij) / 2
+            r[k] = r[k] - d[k, i] - d[k, j] + v
+            d[i, k] = v
+            d[k, i] = v
+            ri += v
+        r[i] = ri
+        r[j] = -np.inf
+        active[j] = False
+        node[i] = n + step
+    keep = np.flatnonzero(active)
+    i, j = keep[0], keep[1]
+    half = max(d[i, j], 0.0) / 2
+    lengths[node[i]] = half
+    lengths[node[j]] = half
+    children[n - 2, 0] = min(node[i], node[j])
+    children[n - 2, 1] = max(node[i], node[j])
+
+
+def neighbor_joining(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbour joining of a validated distance matrix (see the module docstring).
+
+    Arguments:
+        dist: ``float64 [n, n]`` symmetric, finite, non-negative (the diagonal is ignored).
+
+    Returns:
+        ``(children int64 [n-1, 2], lengths float64 [2n-1])``: the joined nodes in join order
+        and each node's branch length (the root's is 0).
+    """
+    n = dist.shape[0]
+    d = np.array(dist, dtype=np.float64, order="C", copy=True)
+    np.fill_diagonal(d, 0.0)
+    children = np.empty((max(n - 1, 0), 2), np.int64)
+    lengths = np.zeros(max(2 * n - 1, 1), np.float64)
+    if n > 1:
+        _nj(d, children, lengths)
+    return children, lengths

@@ -1,0 +1,238 @@
+"""Progressive alignment scheduled by tree level.
+
+The growing alignment is kept as one flat residue table: for every residue its sequence, its code
+and its column inside the alignment of the tree node that currently holds its sequence. Aligning
+one tree level is then a handful of batched tensor operations, the same on the CPU and on a GPU:
+
+1. profiles of all children at once: one scatter-add of integer sequence weights into
+   ``float64 [sum(C), A]`` (exact: integer values below 2^53);
+2. column scores per node pair as the matrix product ``P_a · M · P_bᵀ`` (float64, exact), turned
+   into integers by exact floor division by the pair's weight product;
+3. boundary gap costs from the weighted fraction of sequences that a new gap would open a gap in;
+4. one batched DP call (``ops/profile.py``) for every node pair of the level;
+5. the merge: each child column's new index comes from the traceback ops, and one gather moves
+   every residue of the level to its new column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP
+from torchmsa.ops.profile import profile_align
+
+__all__ = [
+    "ProfileScoring",
+    "ResidueTable",
+    "column_scores",
+    "quantize_weights",
+    "progressive_align",
+]
+
+WEIGHT_TOTAL = 1 << 19
+
+
+@dataclass(frozen=True)
+class ProfileScoring:
+    """Integer profile scoring.
+
+    Attributes:
+        matrix: ``int64 [A, A]`` substitution scores in DP units (matrix * scale + offset).
+        gap_open: DP units for opening a gap in every sequence of a profile.
+        gap_extend: DP units per further gap column.
+        terminal: factor (numerator, denominator) on the opening cost at a profile's ends.
+    """
+
+    matrix: torch.Tensor
+    gap_open: int
+    gap_extend: int
+    terminal: tuple[int, int] = (1, 1)
+
+
+@dataclass
+class ResidueTable:
+    """Every residue of the input, flat. ``seq_off[s]:seq_off[s+1]`` are sequence s's residues."""
+
+    seq: torch.Tensor  # int64 [R]
+    code: torch.Tensor  # int64 [R]
+    col: torch.Tensor  # int64 [R], column in the current node's alignment
+    seq_off: torch.Tensor  # int64 [N + 1]
+
+    @classmethod
+    def from_batch(cls, codes: torch.Tensor, lengths: torch.Tensor) -> ResidueTable:
+        device = codes.device
+        lengths = lengths.to(torch.int64)
+        n, width = codes.shape
+        pos = torch.arange(width, device=device).expand(n, width)
+        keep = pos < lengths[:, None]
+        seq = torch.arange(n, device=device)[:, None].expand(n, width)[keep]
+        seq_off = torch.zeros(n + 1, dtype=torch.int64, device=device)
+        seq_off[1:] = torch.cumsum(lengths, 0)
+        return cls(seq.contiguous(), codes[keep].to(torch.int64), pos[keep].contiguous(), seq_off)
+
+    def codes_matrix(self, n_cols: int, n_seqs: int, gap: int) -> torch.Tensor:
+        """``uint8 [N, n_cols]`` alignment codes (gap elsewhere)."""
+        out = torch.full((n_seqs, n_cols), gap, dtype=torch.uint8, device=self.seq.device)
+        out[self.seq, self.col] = self.code.to(torch.uint8)
+        return out
+
+
+def quantize_weights(weights: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """Integer weights, each >= 1, summing to about ``WEIGHT_TOTAL``: ``int64 [N]``."""
+    w = torch.as_tensor(weights, dtype=torch.float64).clamp_min(0)
+    total = float(w.sum())
+    if total <= 0:
+        w = torch.ones_like(w)
+        total = float(w.numel())
+    return torch.floor(w * (WEIGHT_TOTAL / total)).to(torch.int64).clamp_min(1)
+
+
+def column_scores(
+    prof_a: torch.Tensor, prof_b: torch.Tensor, matrix: torch.Tensor, w_a: int, w_b: int
+) -> torch.Tensor:
+    """``int32 [Ca, Cb]``: ``floor(P_a M P_bᵀ / (w_a w_b))``, exactly.
+
+    ``prof_a``, ``prof_b`` hold integer weight sums (float64 [C, A]) and ``matrix`` integers
+    (float64 [A, A], entries below 2^13); with ``w_a + w_b <= 2^20`` every product and partial
+    sum is an integer below 2^51, so the float64 matrix product is exact in any summation order.
+    The quotient is below 2^13 in magnitude, so its rounding error is below 2^-40, while a
+    non-integer quotient lies at least ``1 / (w_a w_b) >= 2^-38`` from an integer: ``floor`` of
+    the correctly rounded division is the exact floor on every IEEE device.
+    """
+    raw = (prof_a @ matrix) @ prof_b.T
+    return torch.floor(raw.div_(float(w_a * w_b))).to(torch.int32)
+
+
+def _segment_ids(sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For segments of ``sizes``: (segment id of each flat element, segment offsets)."""
+    off = torch.zeros(sizes.numel() + 1, dtype=torch.int64, device=sizes.device)
+    off[1:] = torch.cumsum(sizes, 0)
+    ids = torch.repeat_interleave(torch.arange(sizes.numel(), device=sizes.device), sizes)
+    return ids, off
+
+
+def _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend):
+    device = table.seq.device
+    n_pairs = pairs.shape[0]
+    kids = torch.cat([pairs[:, 0], pairs[:, 1]])
+    kid_pos = torch.full((node_cols.numel(),), -1, dtype=torch.int64, device=device)
+    kid_pos[kids] = torch.arange(kids.numel(), device=device)
+    seq_kid = kid_pos[node_of_seq]
+    idx = torch.nonzero(seq_kid[table.seq] >= 0).squeeze(1)
+    r_seq, r_code, r_col = table.seq[idx], table.code[idx], table.col[idx]
+    r_kid = seq_kid[r_seq]
+    r_w = weights[r_seq]
+
+    cols = node_cols[kids]
+    _, col_off = _segment_ids(cols)
+    n_alpha = scoring.matrix.shape[0]
+    prof = torch.zeros(int(col_off[-1]), n_alpha, dtype=torch.float64, device=device)
+    prof.index_put_((col_off[r_kid] + r_col, r_code), r_w.to(torch.float64), accumulate=True)
+    kid_w = torch.zeros(kids.numel(), dtype=torch.int64, device=device)
+    in_level = seq_kid >= 0
+    kid_w.index_put_((seq_kid[in_level],), weights[in_level], accumulate=True)
+
+    # Boundary b of a child lies before its column b; a new gap there opens a gap in every
+    # sequence with residues on both sides (the outside counts as residue).
+    bnd_off = col_off + torch.arange(kids.numel() + 1, device=device)
+    both = torch.zeros(int(bnd_off[-1]), dtype=torch.int64, device=device)
+    nxt = torch.clamp(idx + 1, max=table.seq.numel() - 1)
+    last = idx + 1 == table.seq_off[r_seq + 1]
+    first = idx == table.seq_off[r_seq]
+    inner = ~last & (table.col[nxt] == r_col + 1)
+    b_first = first & (r_col == 0)
+    b_last = last & (r_col == cols[r_kid] - 1)
+    base = bnd_off[r_kid]
+    for sel, pos in ((inner, r_col + 1), (b_first, r_col * 0), (b_last, r_col + 1)):
+        both.index_put_((base[sel] + pos[sel],), r_w[sel], accumulate=True)
+    bnd_kid, _ = _segment_ids(cols + 1)
+    open_cost = (scoring.gap_open * both) // kid_w[bnd_kid]
+    ends = torch.zeros_like(both, dtype=torch.bool)
+    ends[bnd_off[:-1]] = True
+    ends[bnd_off[1:] - 1] = True
+    num, den = scoring.terminal
+    open_cost = torch.where(ends, open_cost * num // den, open_cost).to(torch.int32)
+
+    n, m = cols[:n_pairs], cols[n_pairs:]
+    s_off = torch.zeros(n_pairs, dtype=torch.int64, device=device)
+    s_off[1:] = torch.cumsum(n * m, 0)[:-1]
+    S = torch.empty(int((n * m).sum()), dtype=torch.int32, device=device)
+    mat = scoring.matrix.to(device=device, dtype=torch.float64)
+    spans = torch.stack([col_off[:-1], col_off[1:]], 1).tolist()
+    sizes = torch.stack([s_off, n * m], 1).tolist()
+    wts = kid_w.tolist()
+    for p in range(n_pairs):
+        (a0, a1), (b0, b1), (so, size) = spans[p], spans[p + n_pairs], sizes[p]
+        block = column_scores(prof[a0:a1], prof[b0:b1], mat, wts[p], wts[p + n_pairs])
+        S[so : so + size] = block.view(-1)
+    zeros = torch.zeros_like(open_cost)
+    info, ops, ops_off = profile_align(
+        S,
+        s_off,
+        n.to(torch.int32),
+        m.to(torch.int32),
+        open_cost,
+        zeros,
+        bnd_off[:n_pairs],
+        open_cost,
+        zeros,
+        bnd_off[n_pairs:-1],
+        scoring.gap_extend,
+        GLOBAL,
+        backend=backend,
+    )
+    info, ops, ops_off = info.to(device), ops.to(device), ops_off.to(device)
+    n_ops = info[:, 1].to(torch.int64)
+
+    flat_pair, _ = _segment_ids(n + m)
+    t = torch.arange(ops.numel(), device=device) - ops_off[flat_pair]
+    valid = t < n_ops[flat_pair]
+    take_a = torch.nonzero(valid & (ops != OP_LEFT)).squeeze(1)
+    take_b = torch.nonzero(valid & (ops != OP_UP)).squeeze(1)
+    new_col = torch.cat([t[take_a], t[take_b]])
+    table.col[idx] = new_col[col_off[r_kid] + r_col]
+    parents = pairs[:, 2]
+    node_of_seq[in_level] = parents[seq_kid[in_level] % n_pairs]
+    node_cols[parents] = n_ops
+
+
+def progressive_align(
+    table: ResidueTable,
+    lengths: torch.Tensor,
+    tree,
+    weights: torch.Tensor,
+    scoring: ProfileScoring,
+    backend: str = "auto",
+    progress=None,
+) -> int:
+    """Align along ``tree``, level by level; updates ``table.col`` and returns the width.
+
+    Arguments:
+        table: the residue table (columns start as residue positions).
+        lengths: ``int [N]`` sequence lengths.
+        tree: a :class:`torchmsa.tree.Tree` over the N sequences.
+        weights: ``int64 [N]`` quantized sequence weights (:func:`quantize_weights`).
+        scoring: the profile scoring.
+        backend: DP backend (``auto``, ``cpu``, ``triton``).
+        progress: optional callable ``progress(done_nodes, total_nodes)``.
+    """
+    device = table.seq.device
+    n_seqs = lengths.numel()
+    n_nodes = max(1, 2 * n_seqs - 1)
+    node_cols = torch.zeros(n_nodes, dtype=torch.int64, device=device)
+    node_cols[:n_seqs] = lengths.to(device=device, dtype=torch.int64)
+    node_of_seq = torch.arange(n_seqs, device=device)
+    weights = weights.to(device)
+    children = torch.from_numpy(np.array(tree.children, dtype=np.int64))
+    done = 0
+    for level in tree.levels():
+        ids = torch.as_tensor(np.asarray(level), dtype=torch.int64)
+        pairs = torch.cat([children[ids - n_seqs], ids[:, None]], 1).to(device)
+        _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend)
+        done += len(level)
+        if progress is not None:
+            progress(done, n_seqs - 1)
+    return int(node_cols[n_nodes - 1]) if n_seqs > 1 else int(node_cols[0])

@@ -1,0 +1,370 @@
+"""Guide trees: building them from distances, sequence weights, levels, Newick in and out.
+
+A :class:`Tree` over n sequences is rooted and binary. Leaf i is input sequence i; internal
+node k (0-based, in join order) has id ``n + k`` and its children have smaller ids, so the root
+is ``2n - 2`` and visiting ids in increasing order visits children before parents.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from torchmsa.cpu import tree as cpu_tree
+from torchmsa.errors import ArgumentError
+
+__all__ = ["Tree", "METHODS", "build_tree", "from_newick"]
+
+METHODS = ("upgma", "upgma_mafft", "nj", "single")
+_LINKAGE = {"upgma": cpu_tree.UPGMA, "upgma_mafft": cpu_tree.MAFFT, "single": cpu_tree.SINGLE}
+_SPECIAL = re.compile(r"[\s()\[\]':;,]")
+
+
+def _quote(name: str) -> str:
+    if name and not _SPECIAL.search(name):
+        return name
+    return "'" + name.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """A rooted binary guide tree.
+
+    Attributes:
+        names: leaf names; leaf i is input sequence i.
+        children: ``int64 [n-1, 2]``; row k holds the children of internal node ``n + k``
+            (ids smaller than ``n + k``).
+        lengths: ``float64 [2n-1]``: branch length from each node to its parent (root: 0).
+    """
+
+    names: list[str]
+    children: np.ndarray
+    lengths: np.ndarray
+    _cache: dict = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self):
+        n = len(self.names)
+        children = np.array(self.children, dtype=np.int64).reshape(-1, 2)
+        lengths = np.array(self.lengths, dtype=np.float64).reshape(-1)
+        if n < 1 or children.shape[0] != n - 1 or lengths.shape[0] != 2 * n - 1:
+            raise ArgumentError(
+                f"a tree over {n} leaves needs children [{n - 1}, 2] and lengths [{2 * n - 1}]; "
+                f"got {children.shape} and {lengths.shape}"
+            )
+        own = np.arange(n, 2 * n - 1)[:, None]
+        if ((children < 0) | (children >= own)).any() or (
+            np.bincount(children.ravel(), minlength=2 * n - 1)[:-1] != 1
+        ).any():
+            raise ArgumentError(
+                "invalid tree: every node but the root must be the child of exactly one node "
+                "with a larger id"
+            )
+        if not np.isfinite(lengths).all():
+            raise ArgumentError("invalid tree: branch lengths must be finite")
+        children.setflags(write=False)
+        lengths.setflags(write=False)
+        object.__setattr__(self, "names", [str(x) for x in self.names])
+        object.__setattr__(self, "children", children)
+        object.__setattr__(self, "lengths", lengths)
+
+    def __repr__(self) -> str:
+        return f"Tree(n_leaves={self.n_leaves})"
+
+    @property
+    def n_leaves(self) -> int:
+        return len(self.names)
+
+    @property
+    def root(self) -> int:
+        return 2 * self.n_leaves - 2
+
+    def parents(self) -> np.ndarray:
+        """``int64 [2n-1]``: each node's parent id (the root's is -1)."""
+        n = self.n_leaves
+        parent = np.full(2 * n - 1, -1, np.int64)
+        parent[self.children.ravel()] = np.repeat(np.arange(n, 2 * n - 1), 2)
+        return parent
+
+    def sizes(self) -> np.ndarray:
+        """``int64 [2n-1]``: the number of leaves under each node."""
+        if "sizes" not in self._cache:
+            n = self.n_leaves
+            size = np.ones(2 * n - 1, np.int64)
+            for k, (a, b) in enumerate(self.children.tolist()):
+                size[n + k] = size[a] + size[b]
+            size.setflags(write=False)
+            self._cache["sizes"] = size
+        return self._cache["sizes"]
+
+    def _spans(self) -> tuple[np.ndarray, np.ndarray]:
+        # leaf order (left subtree's leaves, then right's) and each node's first position in it
+        if "spans" not in self._cache:
+            n, size = self.n_leaves, self.sizes()
+            pos = [0] * (2 * n - 1)
+            sz = size.tolist()
+            for k, (a, b) in reversed(list(enumerate(self.children.tolist()))):
+                pos[a] = pos[n + k]
+                pos[b] = pos[n + k] + sz[a]
+            start = np.array(pos, np.int64)
+            order = np.empty(n, np.int64)
+            order[start[:n]] = np.arange(n)
+            order.setflags(write=False)
+            start.setflags(write=False)
+            self._cache["spans"] = (order, start)
+        return self._cache["spans"]
+
+    def leaf_order(self) -> np.ndarray:
+        """``int64 [n]``: the leaves from left to right (the order of :meth:`newick`)."""
+        return self._spans()[0]
+
+    def leaves_under(self) -> list[np.ndarray]:
+        """The leaf ids under each internal node, ``[k]`` for node ``n + k``: the left
+        subtree's leaves, then the right's (read-only views into :meth:`leaf_order`)."""
+        order, start = self._spans()
+        n, size = self.n_leaves, self.sizes()
+        return [order[start[v] : start[v] + size[v]] for v in range(n, 2 * n - 1)]
+
+    def levels(self) -> list[np.ndarray]:
+        """Internal node ids grouped for level-by-level work.
+
+        A node's group is 1 + the largest group of its children (leaves: group 0); group g is
+        returned at index g - 1, ids ascending, so every node's children are leaves or sit in
+        an earlier group.
+        """
+        n = self.n_leaves
+        group = np.zeros(2 * n - 1, np.int64)
+        for k, (a, b) in enumerate(self.children.tolist()):
+            group[n + k] = 1 + max(group[a], group[b])
+        inner = group[n:]
+        ids = np.argsort(inner, kind="stable") + n
+        bounds = np.searchsorted(inner[ids - n], np.arange(1, int(inner.max(initial=0)) + 2))
+        return [ids[bounds[g] : bounds[g + 1]] for g in range(len(bounds) - 1)]
+
+    def weights(self) -> np.ndarray:
+        """ClustalW-style sequence weights, ``float64 [n]`` with mean 1.
+
+        A leaf's raw weight is the sum, over the edges from the root down to it, of the edge's
+        length divided by the number of leaves under the edge; the weights are then scaled to
+        mean 1. All weights are 1 when every raw weight is 0 (e.g. all lengths 0).
+        """
+        n, size = self.n_leaves, self.sizes()
+        acc = self.lengths / size
+        for k in range(n - 2, -1, -1):
+            acc[self.children[k]] += acc[n + k]
+        w = acc[:n]
+        total = w.sum()
+        return w * (n / total) if total > 0 else np.ones(n)
+
+    def newick(self) -> str:
+        """The tree in Newick format, with branch lengths (shortest round-trip decimals).
+
+        Names holding whitespace or any of ``()[]':;,`` (or empty) are single-quoted, with
+        quotes doubled.
+        """
+        n = self.n_leaves
+        if n == 1:
+            return _quote(self.names[0]) + ";"
+        lens = self.lengths.tolist()
+        out: list[str] = []
+        stack = [self.root]  # v >= 0: visit node v; -1: a comma; -2 - v: close node v
+        while stack:
+            v = stack.pop()
+            if v == -1:
+                out.append(",")
+            elif v < -1:
+                v = -2 - v
+                out.append(")" if v == self.root else f"):{lens[v]!r}")
+            elif v < n:
+                out.append(f"{_quote(self.names[v])}:{lens[v]!r}")
+            else:
+                a, b = self.children[v - n].tolist()
+                out.append("(")
+                stack.extend((-2 - v, b, -1, a))
+        return "".join(out) + ";"
+
+    def to_biopython(self):
+        """The tree as a ``Bio.Phylo.BaseTree.Tree`` (via Newick)."""
+        from io import StringIO
+
+        from Bio import Phylo
+
+        return Phylo.read(StringIO(self.newick()), "newick")
+
+
+def _distances(dist) -> np.ndarray:
+    if hasattr(dist, "detach"):
+        dist = dist.detach().cpu().numpy()
+    d = np.ascontiguousarray(dist, dtype=np.float64)
+    if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] < 1:
+        raise ArgumentError(
+            f"`dist` must be a square [n, n] matrix with n >= 1; got shape {d.shape}"
+        )
+    kind, i, j = cpu_tree.check_distances(d)
+    if kind:
+        what = ("is not finite", "is negative", f"differs from dist[{j}, {i}] = {d[j, i]!r}")
+        raise ArgumentError(
+            f"dist[{i}, {j}] = {d[i, j]!r} {what[kind - 1]}; distances must be finite, >= 0 and "
+            f"symmetric (symmetrise with (d + d.T) / 2)"
+        )
+    return d
+
+
+def build_tree(dist, method: str = "upgma", names: list[str] | None = None) -> Tree:
+    """Build a guide tree from a distance matrix.
+
+    Methods (details and formulas in ``torchmsa/cpu/tree.py``):
+
+    * ``"upgma"``: average linkage; node heights are half the joining distance and branch
+      lengths the differences of heights;
+    * ``"upgma_mafft"``: MAFFT's modified UPGMA, new distance ``0.9 * min + 0.1 * mean`` of
+      the two joined clusters' distances (MAFFT's documented rule, see
+      https://mafft.cbrc.jp/alignment/software/algorithms/upg.html); heights as UPGMA;
+    * ``"single"``: single linkage (minimum); heights as UPGMA;
+    * ``"nj"``: neighbour joining, rooted where the last two clusters join (at half their
+      distance); negative branch lengths are raised to 0.
+
+    Deterministic: among equal criteria the pair of smallest ``(i, j)`` is joined, where a
+    joined cluster takes the smaller index of its two; the lower node id goes left. The
+    linkages run in O(n^2) time, neighbour joining in O(n^3); both hold one n x n float64 copy.
+
+    Arguments:
+        dist: ``float64 [n, n]`` (numpy or torch) symmetric, finite and non-negative off the
+            diagonal; the diagonal is ignored.
+        method: ``"upgma"``, ``"upgma_mafft"``, ``"nj"`` or ``"single"``.
+        names: leaf names (default ``seq1 .. seqn``).
+
+    Returns:
+        The :class:`Tree`; with n == 1 it has no internal node.
+    """
+    if method not in METHODS:
+        raise ArgumentError(
+            f"Invalid value for `method` argument: {method!r}; use one of {METHODS}"
+        )
+    d = _distances(dist)
+    n = d.shape[0]
+    names = [f"seq{i + 1}" for i in range(n)] if names is None else [str(x) for x in names]
+    if len(names) != n:
+        raise ArgumentError(f"`names` holds {len(names)} names for a {n} x {n} distance matrix")
+    if method == "nj":
+        children, lengths = cpu_tree.neighbor_joining(d)
+    else:
+        children, heights = cpu_tree.linkage(d, _LINKAGE[method])
+        height = np.concatenate([np.zeros(n), heights])
+        parent = np.full(2 * n - 1, 2 * n - 2, np.int64)
+        parent[children.ravel()] = np.repeat(np.arange(n, 2 * n - 1), 2)
+        lengths = height[parent] - height
+    return Tree(names, children, lengths)
+
+
+_TOKEN = re.compile(r"\s+|\[[^\]]*\]|'(?:[^']|'')*'|[(),:;]|[^\s()\[\]':;,]+")
+
+
+def _newick_error(text: str, pos: int, what: str) -> ArgumentError:
+    return ArgumentError(
+        f"cannot read Newick at character {pos + 1} ({text[pos : pos + 20]!r}): {what}"
+    )
+
+
+def from_newick(text: str, names: list[str]) -> Tree:
+    """Read a rooted binary Newick tree (as :meth:`Tree.newick` writes it).
+
+    Leaves are matched to ``names`` by label, so leaf i of the result is ``names[i]``; quoted
+    labels, ``[...]`` comments, internal node labels (ignored) and missing lengths (0) are
+    accepted. The root's length is ignored.
+
+    Arguments:
+        text: the Newick string.
+        names: the sequence names, each once.
+
+    Returns:
+        The :class:`Tree`.
+
+    Raises:
+        ArgumentError: the text is not Newick, a node does not have exactly two children, a
+            label is not in ``names`` (or repeats), a name is missing from the tree, or
+            ``names`` repeats a name.
+    """
+    names = [str(x) for x in names]
+    index = {name: i for i, name in enumerate(names)}
+    if len(index) != len(names):
+        dup = next(x for i, x in enumerate(names) if index[x] != i)
+        raise ArgumentError(
+            f"`names` holds {dup!r} more than once; leaves are matched by name, so names must "
+            f"be unique to read a tree"
+        )
+    n = len(names)
+    children = np.zeros((max(n - 1, 0), 2), np.int64)
+    lengths = np.zeros(max(2 * n - 1, 1))
+    frames: list[list[int]] = [[]]
+    last = -1  # the node just completed, -1 at the start of a subtree
+    seen = np.zeros(n, np.bool_)
+    closed = 0
+    ended = False
+    pos = end = 0
+    for m in _TOKEN.finditer(text):
+        if m.start() != end:
+            break
+        tok, pos, end = m.group(), m.start(), m.end()
+        if tok.isspace() or tok.startswith("["):
+            continue
+        if ended:
+            raise _newick_error(text, pos, "text after the closing ';'")
+        if tok == "(":
+            if last != -1:
+                raise _newick_error(text, pos, "'(' after a complete subtree; a ',' is missing")
+            frames.append([])
+        elif tok == ",":
+            if last == -1 or len(frames) == 1:
+                raise _newick_error(text, pos, "an empty subtree or a ',' outside parentheses")
+            last = -1
+        elif tok == ")":
+            if last == -1 or len(frames) == 1:
+                raise _newick_error(text, pos, "an empty subtree or an unmatched ')'")
+            frame = frames.pop()
+            if len(frame) != 2 or closed >= n - 1:
+                raise _newick_error(
+                    text, pos, f"a node with {len(frame)} children; only binary trees are read"
+                )
+            children[closed] = frame
+            last = n + closed
+            closed += 1
+            frames[-1].append(last)
+        elif tok == ":":
+            if last == -1:
+                raise _newick_error(text, pos, "a branch length without a node")
+            last = -2 - last  # the next token is this node's length
+        elif tok == ";":
+            ended = True
+        elif last < -1:
+            try:
+                lengths[-2 - last] = float(tok)
+            except ValueError:
+                raise _newick_error(text, pos, f"branch length {tok!r} is not a number") from None
+            last = -2 - last
+        elif last >= n:
+            continue  # an internal node's label
+        elif last != -1:
+            raise _newick_error(text, pos, "two labels in a row")
+        else:
+            label = tok[1:-1].replace("''", "'") if tok.startswith("'") else tok
+            if label not in index:
+                raise _newick_error(text, pos, f"leaf {label!r} is not one of `names`")
+            leaf = index[label]
+            if seen[leaf]:
+                raise _newick_error(text, pos, f"leaf {label!r} occurs twice")
+            seen[leaf] = True
+            last = leaf
+            frames[-1].append(leaf)
+    if end != len(text):
+        raise _newick_error(text, end, "an unterminated quote or comment, or a stray ']'")
+    if len(frames) != 1 or len(frames[0]) != 1 or last < 0:
+        raise _newick_error(text, pos, "unbalanced parentheses or more than one tree")
+    if closed != n - 1:
+        raise ArgumentError(
+            f"the Newick tree has {closed + 1} leaves but `names` holds {n}; every name must "
+            f"label exactly one leaf"
+        )
+    lengths[frames[0][0]] = 0.0
+    return Tree(names, children, lengths)

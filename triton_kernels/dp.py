@@ -1,0 +1,186 @@
+"""Affine-gap DP on the GPU (Triton): the launchers twin ``torchmsa/cpu/dp.py``.
+
+``pairwise_score``, ``pairwise_align`` and ``profile_align`` take and return what their CPU
+twins do (same dtypes and shapes), on the inputs' device, and give bit-identical results: the
+same recurrence, boundary conditions and tie rule (see ``cpu/dp.py``). The kernels live in
+``dp_fill.py`` (wavefront forward pass, optional direction bits) and ``dp_traceback.py``; the
+batch planning (length sorting, launch shapes, memory) in ``dp_plan.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from torchmsa._triton import dp_plan
+from torchmsa._triton.dp_fill import _dp_fill_kernel
+from torchmsa._triton.dp_traceback import _dp_traceback_kernel
+
+__all__ = ["pairwise_score", "pairwise_align", "profile_align"]
+
+TB = 32  # pairs per traceback program (one lane each)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _query_profile(codes_a, idx, width, matrix, eb):
+    """``(int32 [len(idx), A, WPR], WPR)``: ``32 // eb`` rows of ``matrix[a[i], :]`` a word.
+
+    Rows past a sequence's end (up to ``width``) score 0; the fill kernel reads them for lanes
+    whose strip lies beyond ``n`` and discards what they compute.
+    """
+    per = 32 // eb
+    dtype = {8: torch.int8, 16: torch.int16, 32: torch.int32}[eb]
+    A = matrix.shape[0]
+    filled = min(width, codes_a.shape[1])
+    codes = codes_a[idx, :filled].long().clamp_(max=A - 1)
+    wpr = max(1, _cdiv(width, per))
+    qp = torch.zeros((len(idx), A, wpr * per), dtype=dtype, device=codes_a.device)
+    qp[:, :, :filled] = matrix.to(dtype)[codes].transpose(1, 2)
+    return qp.view(torch.int32), wpr
+
+
+def _prepare(args: dp_plan.Args, trace: bool):
+    """Buffers and kernel launches for every chunk of the plan.
+
+    Returns:
+        ``(fill_out int32 [P, 3], tb_out int32 [P, 3] or None, launches)``: calling each of
+        ``launches`` in order fills the two outputs (the benchmark times them alone).
+    """
+    launch = dp_plan.plan(args, trace)
+    dev = args.n.device
+    P = args.n.shape[0]
+    fill_out = torch.empty((P, 3), dtype=torch.int32, device=dev)
+    tb_out = torch.empty((P, 3), dtype=torch.int32, device=dev) if trace else None
+    calls: list[Callable[[], None]] = []
+    for chunk in launch.chunks:
+        calls += _chunk_calls(args, launch, chunk, fill_out, tb_out, trace)
+    return fill_out, tb_out, calls
+
+
+def _chunk_calls(args, launch, chunk, fill_out, tb_out, trace):
+    dev = args.n.device
+    P = args.n.shape[0]
+    cfg = chunk.config
+    order = torch.as_tensor(chunk.order, dtype=torch.int32, device=dev)
+    count = len(chunk.order)
+    if args.profile:
+        sc, sc_off, wpr, a_count, eb = args.S, args.s_off, 1, 1, 32
+    else:
+        sc, wpr = _query_profile(args.codes_a, order.long(), chunk.width_a, args.matrix, args.eb)
+        a_count, eb = args.matrix.shape[0], args.eb
+        local = torch.zeros(P, dtype=torch.int64, device=dev)
+        local[order.long()] = torch.arange(count, device=dev)
+        sc_off = local * (a_count * wpr)
+    hb_off = torch.as_tensor(chunk.hb_off, dtype=torch.int64, device=dev)
+    hb_h = torch.empty(max(1, chunk.hb_size), dtype=torch.int32, device=dev)
+    hb_f = torch.empty_like(hb_h)
+    tr_off = torch.as_tensor(chunk.tr_off, dtype=torch.int64, device=dev)
+    tr = torch.empty(max(1, chunk.tr_size if trace else 1), dtype=torch.int32, device=dev)
+
+    def fill():
+        _dp_fill_kernel[(_cdiv(count, cfg.pb),)](
+            sc, sc_off, args.codes_b, args.b_stride, args.n, args.m,
+            args.open_a, args.close_a, args.a_off, args.open_b, args.close_b, args.b_off,
+            args.gap_open, args.ext, hb_h, hb_f, hb_off, tr, tr_off, order, fill_out,
+            count, wpr, a_count,
+            MODE=args.mode, PROFILE=args.profile, TRACE=trace, Q=cfg.q, R=cfg.r, PB=cfg.pb,
+            EB=eb, PACKED=launch.packed, num_warps=cfg.num_warps,
+        )  # fmt: skip
+
+    def traceback():
+        _dp_traceback_kernel[(_cdiv(count, TB),)](
+            tr, tr_off, args.n, args.m, fill_out, args.ops, args.ops_off, tb_out, order, count,
+            MODE=args.mode, R=cfg.r, TB=TB, num_warps=1,
+        )  # fmt: skip
+
+    return [fill, traceback] if trace else [fill]
+
+
+def _run(args: dp_plan.Args, trace: bool):
+    fill_out, tb_out, calls = _prepare(args, trace)
+    for call in calls:
+        call()
+    return fill_out, tb_out
+
+
+def _info(fill_out: torch.Tensor, tb_out: torch.Tensor) -> torch.Tensor:
+    """``(score, n_ops, start_i, start_j, end_i, end_j)`` from the two kernels' outputs."""
+    cols = [fill_out[:, 0], tb_out[:, 0], tb_out[:, 1], tb_out[:, 2], fill_out[:, 1:]]
+    return torch.cat([c.reshape(len(fill_out), -1) for c in cols], dim=1).contiguous()
+
+
+def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode):
+    """Scores of pairs ``(codes_a[p, :len_a[p]], codes_b[p, :len_b[p]])``.
+
+    Arguments:
+        codes_a, codes_b: ``uint8 [P, La]``, ``uint8 [P, Lb]`` residue codes.
+        len_a, len_b: ``int32 [P]`` lengths.
+        matrix: ``int32 [A, A]`` substitution scores.
+        gap_open, gap_extend: ``int`` costs.
+        mode: ``GLOBAL``, ``LOCAL`` or ``SEMIGLOBAL``.
+
+    Returns:
+        ``int32 [P, 3]`` on the inputs' device: score, end_i, end_j.
+    """
+    args = dp_plan.pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
+    if args.n.shape[0] == 0:
+        return torch.empty((0, 3), dtype=torch.int32, device=args.n.device)
+    fill_out, _ = _run(args, trace=False)
+    return fill_out
+
+
+def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode):
+    """Alignments of pairs (arguments as :func:`pairwise_score`).
+
+    Returns:
+        ``(info int32 [P, 6], ops uint8 [P, La + Lb])`` on the inputs' device; info is
+        ``(score, n_ops, start_i, start_j, end_i, end_j)`` and ``ops[p, :n_ops]`` the pair's
+        ops in order.
+    """
+    args = dp_plan.pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
+    P, dev = args.n.shape[0], args.n.device
+    width = codes_a.shape[1] + codes_b.shape[1]
+    args.ops = torch.zeros((P, max(1, width)), dtype=torch.uint8, device=dev)
+    args.ops_off = torch.arange(P, dtype=torch.int64, device=dev) * args.ops.shape[1]
+    if P == 0:
+        return torch.empty((0, 6), dtype=torch.int32, device=dev), args.ops[:, :width]
+    fill_out, tb_out = _run(args, trace=True)
+    return _info(fill_out, tb_out), args.ops[:, :width]
+
+
+def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode):
+    """Many profile-profile alignments from packed buffers.
+
+    Arguments:
+        S: ``int32 [sum(n*m)]`` row-major score matrices, pair p's at ``s_off[p]``.
+        s_off: ``int64 [P]``.
+        n, m: ``int32 [P]`` column counts of each pair's two profiles.
+        open_a, close_a: ``int32 [sum(n+1)]`` boundary gap costs of the first profiles, pair
+            p's at ``a_off[p]`` (``int64 [P]``).
+        open_b, close_b, b_off: the same for the second profiles.
+        ext: ``int`` gap extension cost.
+        mode: ``GLOBAL``, ``LOCAL`` or ``SEMIGLOBAL``.
+
+    Returns:
+        ``(info int32 [P, 6], ops uint8 [sum(n+m)], ops_off int64 [P])`` on the inputs'
+        device; pair p's ops are ``ops[ops_off[p] : ops_off[p] + info[p, 1]]``.
+    """
+    dev = S.device
+    args = dp_plan.profile_args(
+        S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode
+    )
+    sizes = args.n.long() + args.m.long()
+    ops_off = torch.zeros_like(sizes)
+    if sizes.numel() > 1:
+        ops_off[1:] = torch.cumsum(sizes[:-1], 0)
+    total = int(sizes.sum())
+    args.ops = torch.zeros(max(1, total), dtype=torch.uint8, device=dev)
+    args.ops_off = ops_off
+    if sizes.numel() == 0:
+        return torch.empty((0, 6), dtype=torch.int32, device=dev), args.ops[:total], ops_off
+    fill_out, tb_out = _run(args, trace=True)
+    return _info(fill_out, tb_out), args.ops[:total], ops_off

@@ -1,0 +1,105 @@
+"""Traceback on the GPU: one lane per pair walks the direction bits that ``dp_fill`` stored.
+
+The walk is ``_traceback`` of ``torchmsa/cpu/dp.py`` step for step: the semiglobal end gaps,
+then the state machine over H / F ("up") / E ("left"), then (global and semiglobal) the gaps
+to the corner. Ops are written backwards from the end of the pair's region of ``n + m`` bytes,
+then moved to its start in forward order; the rest of the region is zeroed.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+LOCAL: tl.constexpr = tl.constexpr(1)
+SEMIGLOBAL: tl.constexpr = tl.constexpr(2)
+
+
+@triton.jit
+def _dp_traceback_kernel(
+    tr_ptr,
+    tr_off_ptr,
+    n_ptr,
+    m_ptr,
+    end_ptr,
+    ops_ptr,
+    ops_off_ptr,
+    res_ptr,
+    order_ptr,
+    P,
+    MODE: tl.constexpr,
+    R: tl.constexpr,
+    TB: tl.constexpr,
+):
+    """``res int32 [P, 3]`` gets ``(n_ops, start_i, start_j)``; ``end int32 [P, 3]`` holds the
+    fill's ``(score, end_i, end_j)``."""
+    NW: tl.constexpr = (R + 7) // 8
+    pid = tl.program_id(0).to(tl.int64)
+    o_slot = pid * TB + tl.arange(0, TB)
+    valid = o_slot < P
+    p = tl.load(order_ptr + o_slot, mask=valid, other=0).to(tl.int64)
+    n = tl.load(n_ptr + p, mask=valid, other=0)
+    m = tl.load(m_ptr + p, mask=valid, other=0)
+    ei = tl.load(end_ptr + p * 3 + 1, mask=valid, other=0)
+    ej = tl.load(end_ptr + p * 3 + 2, mask=valid, other=0)
+    tr_base = tl.load(tr_off_ptr + p, mask=valid, other=0)
+    o_ops = tl.load(ops_off_ptr + p, mask=valid, other=0)
+    o_last = o_ops + (n + m - 1)  # ops go backwards from here
+    k = n * 0
+    if MODE == SEMIGLOBAL:
+        n_up = n - ei
+        n_pre = n_up + (m - ej)
+        for t in range(0, tl.max(n_pre, axis=0)):
+            op = tl.where(t < n_up, 1, 2).to(tl.uint8)
+            tl.store(ops_ptr + o_last - t, op, mask=valid & (t < n_pre))
+        k = n_pre
+    i = ei
+    j = ej
+    state = n * 0
+    walking = valid & (i > 0) & (j > 0)
+    while tl.max(walking.to(tl.int32), axis=0) > 0:
+        r = tl.maximum(i - 1, 0)
+        c = tl.maximum(j - 1, 0)
+        k_row = r % R
+        o_word = tr_base + ((r // R).to(tl.int64) * m + c) * NW + k_row // 8
+        word = tl.load(tr_ptr + o_word, mask=walking, other=0)
+        bits = (word >> (4 * (k_row % 8))) & 15
+        src = bits & 3
+        stop = walking & (state == 0) & (src == 3)
+        # in H the source picks the move; in F / E the move is fixed (1 up, 2 left) and the
+        # EXT bit says whether the gap goes on; the op codes equal these move numbers
+        move = tl.where(state == 0, src, state)
+        emit = walking & ~stop
+        tl.store(ops_ptr + o_last - k, move.to(tl.uint8), mask=emit)
+        k += emit.to(tl.int32)
+        i -= (emit & (move != 2)).to(tl.int32)
+        j -= (emit & (move != 1)).to(tl.int32)
+        state = tl.where(
+            move == 1, tl.where((bits & 8) != 0, 1, 0), tl.where((bits & 4) != 0, 2, 0)
+        )
+        state = tl.where(move == 0, 0, state)
+        walking = emit & (i > 0) & (j > 0)
+    if MODE == LOCAL:
+        si = i
+        sj = j
+    else:
+        n_tail = i + j
+        for t in range(0, tl.max(n_tail, axis=0)):
+            op = tl.where(t < i, 1, 2).to(tl.uint8)
+            tl.store(ops_ptr + o_last - k - t, op, mask=valid & (t < n_tail))
+        k += n_tail
+        si = i * 0
+        sj = j * 0
+    # forward order: ops[o_ops + t] = ops[o_last - k + 1 + t]; ascending t never overwrites a
+    # source still to be read, since o_last - k + 1 >= o_ops
+    o_first = o_last - k + 1
+    for t in range(0, tl.max(k, axis=0)):
+        m_t = valid & (t < k)
+        v = tl.load(ops_ptr + o_first + t, mask=m_t, other=0)
+        tl.store(ops_ptr + o_ops + t, v, mask=m_t)
+    n_rest = n + m - k
+    for t in range(0, tl.max(n_rest, axis=0)):
+        tl.store(ops_ptr + o_ops + k + t, tl.zeros([TB], tl.uint8), mask=valid & (t < n_rest))
+    tl.store(res_ptr + p * 3, k, mask=valid)
+    tl.store(res_ptr + p * 3 + 1, si, mask=valid)
+    tl.store(res_ptr + p * 3 + 2, sj, mask=valid)
