@@ -239,7 +239,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--dataset", required=True, help="folder name under the data root, e.g. balibase3"
     )
     p.add_argument("--data", type=Path, default=DATA_DIR, help=f"data root (default {DATA_DIR})")
-    p.add_argument("--cases", default="", help="comma list of case names, prefixes or ref sets")
+    p.add_argument(
+        "--cases",
+        default="",
+        help="comma list of case names, reference sets (RV11) or name prefixes (BB: full-length "
+        "BAliBASE, BBS: truncated)",
+    )
     p.add_argument("--limit", type=int, default=None, help="at most N cases, evenly spaced")
     p.add_argument(
         "--tools",
@@ -268,9 +273,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     bad = [m for m in modes if m not in TORCHMSA_MODES]
     if bad:
         p.error(f"unknown --mode {bad}; choose from {TORCHMSA_MODES}")
-    tools = [t for t in args.tools.split(",") if t] or [
-        f"torchmsa-{m}" for m in modes
-    ] + DEFAULT_PEERS
+    tools = [t for t in args.tools.split(",") if t]
+    if not tools:
+        tools = [f"torchmsa-{m}" for m in modes] + DEFAULT_PEERS
     unknown = [
         t for t in tools if t not in PEERS and t.removeprefix("torchmsa-") not in TORCHMSA_MODES
     ]

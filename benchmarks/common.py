@@ -99,11 +99,13 @@ def run_metadata(device: str | None = None) -> dict[str, str]:
             first CUDA GPU when there is one, else the CPU.
 
     Returns:
-        ``device`` (GPU name, or CPU model and core count), ``commit`` (short hash, ``-dirty``
+        ``device`` (GPU name, or CPU model and core count), ``cpu`` (CPU model and core
+        count, where command-line peers run), ``commit`` (short hash, ``-dirty``
         when tracked files differ from it), versions of ``torch``, ``triton``, ``numba``,
         ``numpy`` and ``python``, and ``date`` (UTC, ISO 8601).
     """
-    name = f"{_cpu_name()} ({os.cpu_count()} cores)"
+    cpu = f"{_cpu_name()} ({os.cpu_count()} cores)"
+    name = cpu
     try:
         import torch
 
@@ -118,6 +120,7 @@ def run_metadata(device: str | None = None) -> dict[str, str]:
         commit += "-dirty"
     return {
         "device": name,
+        "cpu": cpu,
         "commit": commit,
         "torch": _version("torch"),
         "triton": _version("triton"),

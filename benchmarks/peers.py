@@ -177,7 +177,11 @@ def kalign(in_fasta: Path, threads: int, workdir: Path, timeout: float | None) -
 
 
 def famsa(in_fasta: Path, threads: int, workdir: Path, timeout: float | None) -> PeerResult:
-    """FAMSA through pyfamsa with its defaults; runs in this process, so no timeout."""
+    """FAMSA through pyfamsa with its defaults; runs in this process, so no timeout.
+
+    pyfamsa 0.7.0 does not always give the same alignment for the same input: on BAliBASE
+    BB11001 (4 sequences) repeated runs gave SP 1.0 or 0.816 with one thread.
+    """
     try:
         import pyfamsa
     except ImportError:

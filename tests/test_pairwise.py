@@ -188,3 +188,56 @@ def test_tensor_launchers_shapes_and_dtypes():
     assert info.shape == (3, 6) and ops.shape == (3, 12) and ops.dtype == torch.uint8
     assert torch.equal(info[:, 0], out[:, 0])
     assert 7 <= info[0, 1] <= 12 and info[1:, 1].tolist() == [5, 3]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_row_vectorised_fill_equals_scalar_fill(mode):
+    from torchmsa.cpu import dp_rows
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n, m = (int(x) for x in rng.integers(0, 15, 2))
+        S = rng.integers(-6, 7, size=(n, m)).astype(np.int32)
+        ext = int(rng.integers(0, 4))  # often above open + close: the scalar fallback rows
+        oa, ob = (
+            rng.integers(0, 8, n + 1).astype(np.int32),
+            rng.integers(0, 8, m + 1).astype(np.int32),
+        )
+        ca, cb = (
+            rng.integers(0, 3, n + 1).astype(np.int32),
+            rng.integers(0, 3, m + 1).astype(np.int32),
+        )
+        t1, t2 = np.zeros((n + 1, m + 1), np.uint8), np.zeros((n + 1, m + 1), np.uint8)
+        r1 = dp._fill(n, m, S, oa, ca, ob, cb, ext, dp.MODES[mode], t1)
+        r2 = dp_rows.fill_rows(n, m, S, oa, ca, ob, cb, ext, dp.MODES[mode], t2)
+        assert r1 == r2
+        assert np.array_equal(t1[1:, 1:], t2[1:, 1:])
+        a = rng.integers(0, 20, n).astype(np.uint8)
+        b = rng.integers(0, 20, m).astype(np.uint8)
+        mat = get_scoring("protein").matrix
+        go, ge = (int(x) for x in rng.integers(0, 6, 2))
+        assert dp._pair_score(a, n, b, m, mat, go, ge, dp.MODES[mode]) == dp_rows.pair_score_rows(
+            a, n, b, m, mat, go, ge, dp.MODES[mode]
+        )
+
+
+def test_path_score_of_the_optimal_path_is_the_dp_score():
+    rng = np.random.default_rng(12)
+    for _ in range(400):
+        n, m = (int(x) for x in rng.integers(0, 12, 2))
+        S = rng.integers(-6, 7, size=(n, m)).astype(np.int32)
+        ext = int(rng.integers(0, 4))
+        oa, ob = (
+            rng.integers(0, 8, n + 1).astype(np.int32),
+            rng.integers(0, 8, m + 1).astype(np.int32),
+        )
+        ca, cb = (
+            rng.integers(0, 3, n + 1).astype(np.int32),
+            rng.integers(0, 3, m + 1).astype(np.int32),
+        )
+        ops = np.zeros(n + m, np.uint8)
+        score, k, *_ = dp._profile_align(S, oa, ca, ob, cb, ext, dp.GLOBAL, ops)
+        assert dp.path_score(S, oa, ca, ob, cb, ext, ops, k) == score
+        # any other path scores no higher
+        other = rng.permutation([0] * min(n, m) + [1] * (n - min(n, m)) + [2] * (m - min(n, m)))
+        assert dp.path_score(S, oa, ca, ob, cb, ext, other.astype(np.uint8), len(other)) <= score

@@ -32,12 +32,14 @@ TREES = ("auto", "upgma", "upgma_mafft", "nj", "single")
 SCORE_SCALE = 256
 # matrix, gap_open, gap_extend, matrix offset, terminal gap-opening factor (num, den)
 MSA_DEFAULTS = {
-    "protein": ("BLOSUM62", 10, 1, 0, (1, 2)),
-    "dna": ("NUC.4.4", 10, 1, 0, (1, 2)),
-    "rna": ("NUC.4.4", 10, 1, 0, (1, 2)),
+    "protein": ("BLOSUM62", 11, 0, 2.0, (1, 2)),
+    "dna": ("NUC.4.4", 11, 0, 2.0, (1, 2)),
+    "rna": ("NUC.4.4", 11, 0, 2.0, (1, 2)),
 }
 AUTO_DEFAULT_MAX_N = 20_000
 RETREE_BLOCK = 1 << 24
+REFINE_ROUNDS = {"default": 2}
+REFINE_MAX_N = 500
 MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see progressive.column_scores)
 
 
@@ -72,7 +74,7 @@ def _kmer_tree(batch: SequenceBatch, method: str, backend: str):
     from torchmsa.ops.kmer import kmer_distances, shared_kmer_counts
     from torchmsa.tree import build_tree
 
-    counts = shared_kmer_counts(batch, backend=backend)
+    counts = shared_kmer_counts(batch, backend="auto")
     self_counts = torch.diagonal(counts)
     dist = kmer_distances(counts, self_counts, self_counts)
     return build_tree(
@@ -102,7 +104,7 @@ def _progressive(batch, tree, scoring, backend, progress):
     table = ResidueTable.from_batch(batch.codes, batch.lengths)
     weights = quantize_weights(tree.weights())
     width = progressive_align(table, batch.lengths, tree, weights, scoring, backend, progress)
-    return table.codes_matrix(width, len(batch), batch.alphabet.gap_code)
+    return table.codes_matrix(width, len(batch), batch.alphabet.gap_code), weights
 
 
 def _resolve_mode(mode: str, n: int) -> str:
@@ -168,13 +170,20 @@ def align(
         guide = None
     else:
         guide = _kmer_tree(batch, method, impl)
-        codes = _progressive(batch, guide, scoring, impl, bar.step)
+        codes, weights = _progressive(batch, guide, scoring, impl, bar.step)
         if chosen == "default":
             dist = _alignment_distances(codes, batch.alphabet.gap_code)
             from torchmsa.tree import build_tree
 
             guide = build_tree(dist, method, batch.names)
-            codes = _progressive(batch, guide, scoring, impl, bar.step)
+            codes, weights = _progressive(batch, guide, scoring, impl, bar.step)
+            rounds = REFINE_ROUNDS.get(chosen, 0) if n <= REFINE_MAX_N else 0
+            if rounds:
+                from torchmsa.refine import refine
+
+                codes, meta["refined_edges"] = refine(
+                    codes, guide, weights, scoring, batch.alphabet.gap_code, rounds, impl
+                )
     bar.close()
     weights = None if guide is None else torch.as_tensor(guide.weights(), dtype=torch.float64)
     meta["seconds"] = time.perf_counter() - t0

@@ -28,6 +28,7 @@ __all__ = [
     "ProfileScoring",
     "ResidueTable",
     "column_scores",
+    "open_costs",
     "quantize_weights",
     "progressive_align",
 ]
@@ -106,6 +107,23 @@ def column_scores(
     return torch.floor(raw.div_(float(w_a * w_b))).to(torch.int32)
 
 
+def open_costs(
+    both: torch.Tensor, group_w: torch.Tensor, ends: torch.Tensor, scoring: ProfileScoring
+) -> torch.Tensor:
+    """``int32`` gap-opening costs of profile boundaries.
+
+    Arguments:
+        both: ``int64 [B]`` weight of the sequences with residues on both sides of each boundary
+            (the sequences in which a new gap there really opens a gap).
+        group_w: ``int64 [B]`` total weight of the boundary's profile.
+        ends: ``bool [B]`` True at a profile's first and last boundary (terminal gaps).
+        scoring: gives ``gap_open`` and the terminal factor.
+    """
+    cost = (scoring.gap_open * both) // group_w
+    num, den = scoring.terminal
+    return torch.where(ends, cost * num // den, cost).to(torch.int32)
+
+
 def _segment_ids(sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For segments of ``sizes``: (segment id of each flat element, segment offsets)."""
     off = torch.zeros(sizes.numel() + 1, dtype=torch.int64, device=sizes.device)
@@ -149,12 +167,10 @@ def _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend):
     for sel, pos in ((inner, r_col + 1), (b_first, r_col * 0), (b_last, r_col + 1)):
         both.index_put_((base[sel] + pos[sel],), r_w[sel], accumulate=True)
     bnd_kid, _ = _segment_ids(cols + 1)
-    open_cost = (scoring.gap_open * both) // kid_w[bnd_kid]
     ends = torch.zeros_like(both, dtype=torch.bool)
     ends[bnd_off[:-1]] = True
     ends[bnd_off[1:] - 1] = True
-    num, den = scoring.terminal
-    open_cost = torch.where(ends, open_cost * num // den, open_cost).to(torch.int32)
+    open_cost = open_costs(both, kid_w[bnd_kid], ends, scoring)
 
     n, m = cols[:n_pairs], cols[n_pairs:]
     s_off = torch.zeros(n_pairs, dtype=torch.int64, device=device)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-
 from torchmsa._triton import dp_plan
 from torchmsa._triton.dp_fill import _dp_fill_kernel
 from torchmsa._triton.dp_traceback import _dp_traceback_kernel
@@ -48,7 +47,8 @@ def _prepare(args: dp_plan.Args, trace: bool):
 
     Returns:
         ``(fill_out int32 [P, 3], tb_out int32 [P, 3] or None, launches)``: calling each of
-        ``launches`` in order fills the two outputs (the benchmark times them alone).
+        ``launches`` in order fills the two outputs and returns the compiled kernel (the
+        benchmark times them alone and reads their register counts).
     """
     launch = dp_plan.plan(args, trace)
     dev = args.n.device
@@ -82,7 +82,7 @@ def _chunk_calls(args, launch, chunk, fill_out, tb_out, trace):
     tr = torch.empty(max(1, chunk.tr_size if trace else 1), dtype=torch.int32, device=dev)
 
     def fill():
-        _dp_fill_kernel[(_cdiv(count, cfg.pb),)](
+        return _dp_fill_kernel[(_cdiv(count, cfg.pb),)](
             sc, sc_off, args.codes_b, args.b_stride, args.n, args.m,
             args.open_a, args.close_a, args.a_off, args.open_b, args.close_b, args.b_off,
             args.gap_open, args.ext, hb_h, hb_f, hb_off, tr, tr_off, order, fill_out,
@@ -92,7 +92,7 @@ def _chunk_calls(args, launch, chunk, fill_out, tb_out, trace):
         )  # fmt: skip
 
     def traceback():
-        _dp_traceback_kernel[(_cdiv(count, TB),)](
+        return _dp_traceback_kernel[(_cdiv(count, TB),)](
             tr, tr_off, args.n, args.m, fill_out, args.ops, args.ops_off, tb_out, order, count,
             MODE=args.mode, R=cfg.r, TB=TB, num_warps=1,
         )  # fmt: skip

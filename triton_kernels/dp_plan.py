@@ -1,6 +1,6 @@
 """Batch planning for the DP kernels: argument checks, launch shapes, length sorting, memory.
 
-Pairs are grouped by the length of ``a`` (powers of two), each group gets the launch shape
+Pairs are grouped by the length of ``a`` (powers of four), each group gets the launch shape
 (lanes per pair ``q``, rows per lane ``r``) that a simple cost model likes best, and inside a
 group pairs are sorted by passes and ``m`` so that the pairs of one program have similar
 shapes (CUDA-LINSi's length sorting). Groups are cut into launches ("chunks") whose buffers
@@ -17,9 +17,12 @@ import torch
 from torchmsa.errors import ArgumentError, ResourceError
 
 MODES = (0, 1, 2)
-Q_CHOICES = (1, 2, 4, 8, 16, 32)
+Q_CHOICES = (4, 16, 32)  # a short menu: every launch shape is one more kernel to compile
 R_CHOICES = (4, 8, 12, 16, 20, 24)
-R_MAX_PROFILE = 16  # the profile kernel keeps two more values per row in registers
+# rows per lane past which the kernel spills registers on sm_90 (the traceback variant keeps
+# the direction bits, the profile variant two gap costs per row)
+R_MAX_TRACE = 16
+R_MAX_PROFILE = 8
 STEP_COST = 6  # per-step work besides the R cells, in cell updates (shuffles, loads, masks)
 CPU_BUDGET = 1 << 30  # bytes of buffers per launch when the tensors live on the CPU
 CUDA_BUDGET_FRACTION = 0.5  # of the free device memory
@@ -179,7 +182,7 @@ def _lanes(dev: torch.device) -> int:
     return 1 << 30
 
 
-def choose_config(n: int, m: int, n_pairs: int, lanes: int, profile: bool) -> Config:
+def choose_config(n: int, m: int, n_pairs: int, lanes: int, r_max: int) -> Config:
     """The launch shape of least modelled time for pairs of about ``n x m`` cells.
 
     Time ~ passes * (m + q - 1) steps * (r + STEP_COST) per step * waves of lanes, where a
@@ -190,7 +193,7 @@ def choose_config(n: int, m: int, n_pairs: int, lanes: int, profile: bool) -> Co
     best = None
     for q in Q_CHOICES:
         for r in R_CHOICES:
-            if profile and r > R_MAX_PROFILE:
+            if r > r_max:
                 continue
             passes = max(1, -(-n // (q * r)))
             cost = passes * (m + q - 1) * (r + STEP_COST) * max(1.0, n_pairs * q / lanes)
@@ -218,13 +221,14 @@ def plan(args: Args, trace: bool) -> Launch:
     budget = _budget(dev)
     A = args.matrix.shape[0]
     per = 32 // args.eb
-    group = np.ceil(np.log2(np.maximum(n, 1))).astype(np.int64)
+    # launch shapes by length class (factors of 4) on a GPU; one class on the CPU (the
+    # interpreter pays per launch, not per lane)
+    group = np.ceil(np.log2(np.maximum(n, 1)) / 2).astype(np.int64) if dev.type == "cuda" else 0 * n
     launch = Launch(packed=_packed(args, n, m))
     for g in np.unique(group):
         members = np.nonzero(group == g)[0]
-        cfg = choose_config(
-            int(n[members].max()), int(np.ceil(m[members].mean())), P, lanes, args.profile
-        )
+        r_max = R_MAX_PROFILE if args.profile else R_MAX_TRACE if trace else max(R_CHOICES)
+        cfg = choose_config(int(n[members].max()), int(np.ceil(m[members].mean())), P, lanes, r_max)
         passes = -(-n[members] // (cfg.q * cfg.r))
         sort = np.lexsort((n[members], m[members], passes))
         members, passes = members[sort], passes[sort]
@@ -251,7 +255,9 @@ def plan(args: Args, trace: bool) -> Launch:
                     "align shorter sequences, free device memory, or use traceback=False",
                 )
             idx = members[start:stop]
-            launch.chunks.append(_chunk(idx, cfg, width, tr_need[start:stop], hb_need[start:stop], P))
+            launch.chunks.append(
+                _chunk(idx, cfg, width, tr_need[start:stop], hb_need[start:stop], P)
+            )
             start = stop
     return launch
 

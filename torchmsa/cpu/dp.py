@@ -24,6 +24,9 @@ Tie-breaking, the one rule every backend follows:
 * the semiglobal end cell is the first maximum among the last column's cells ``(0..n-1, m)``
   then the last row's cells ``(n, 0..m)``, in that order.
 
+``_pair_score`` and ``_fill`` are the scalar reference loops; the batch entry points use their
+row-vectorised twins in ``dp_rows.py`` (identical results, tested against these).
+
 Traceback ops: ``0`` pairs a column of a with one of b, ``1`` a column of a with a gap, ``2`` a
 gap with a column of b.
 """
@@ -33,6 +36,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from numba import njit, prange
+
+from torchmsa.cpu.dp_rows import fill_rows, pair_score_rows
 
 GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2
 MODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
@@ -206,7 +211,7 @@ def _profile_align(S, open_a, close_a, open_b, close_b, ext, mode, ops):
     """Profile-profile DP with traceback: ``(score, n_ops, start_i, start_j, end_i, end_j)``."""
     n, m = S.shape
     trace = np.empty((n + 1, m + 1), np.uint8)
-    score, ei, ej = _fill(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace)
+    score, ei, ej = fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace)
     k, si, sj = _traceback(n, m, trace, mode, ei, ej, ops)
     return score, k, si, sj, ei, ej
 
@@ -225,7 +230,7 @@ def _pair_matrix(a, n, b, m, mat):
 def _pair_score_batch(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, out):
     """Scores of many pairs; ``out int32 [P, 3]`` gets ``(score, end_i, end_j)``."""
     for p in prange(codes_a.shape[0]):
-        s, ei, ej = _pair_score(codes_a[p], len_a[p], codes_b[p], len_b[p], mat, go, ge, mode)
+        s, ei, ej = pair_score_rows(codes_a[p], len_a[p], codes_b[p], len_b[p], mat, go, ge, mode)
         out[p, 0] = s
         out[p, 1] = ei
         out[p, 2] = ej
@@ -384,3 +389,40 @@ def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off
         out,
     )
     return torch.from_numpy(out), torch.from_numpy(ops), torch.from_numpy(ops_off)
+
+
+@njit(cache=True, nogil=True)
+def path_score(S, open_a, close_a, open_b, close_b, ext, ops, n_ops):
+    """Global-mode score of the path ``ops[:n_ops]`` through ``S`` (as the DP would score it).
+
+    A run of k gaps at one boundary costs ``open + close + (k - 1) * min(ext, open + close)``:
+    the DP may close and reopen a gap at the same boundary when that is cheaper than extending,
+    except in a leading run along row 0 or column 0, whose cost the DP's boundary fixes at
+    ``open + close + (k - 1) * ext``.
+    """
+    score = 0
+    i = 0
+    j = 0
+    k = 0
+    while k < n_ops:
+        op = ops[k]
+        if op == OP_MATCH:
+            score += S[i, j]
+            i += 1
+            j += 1
+            k += 1
+            continue
+        lead = k == 0
+        run = 0
+        while k < n_ops and ops[k] == op:
+            run += 1
+            k += 1
+        if op == OP_UP:
+            o, c = open_b[j], close_b[j]
+            i += run
+        else:
+            o, c = open_a[i], close_a[i]
+            j += run
+        step = ext if lead else min(ext, o + c)
+        score -= o + c + (run - 1) * step
+    return score

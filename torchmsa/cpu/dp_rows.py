@@ -1,0 +1,197 @@
+"""Row-vectorised versions of the fills in ``dp.py``: same results, SIMD-friendly loops.
+
+The scalar recurrence carries a dependency from each cell to the next through E (gaps in a).
+Rewritten per row i, with ``T[j] = max(diag, up)`` computed for the whole row first::
+
+    E[j] = max(E[j-1] - ext, H[j-1] - open_a[i]),  H[j-1] = max(T[j-1], E[j-1] - close_a[i])
+
+When ``open_a[i] + close_a[i] >= ext`` the second term of H never beats extending, so
+``E[j] = max_{k<j} (T'[k] - open_a[i] - (j-1-k) ext)`` with ``T'`` = T (clamped at 0 in local
+mode, and H[i, 0] at k = 0): a running maximum of ``T'[k] + k ext``, whose loop-carried chain is
+a single ``max``. Every other step is elementwise over the row and vectorises. Rows where the
+condition fails (or where ``m * ext`` could overflow int32) run the scalar row instead, so the
+result is always that of ``dp._fill``, bits included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2
+NEG = -(1 << 29)
+H_UP, H_LEFT, H_STOP = 1, 2, 3
+E_EXT, F_EXT = 4, 8
+SCAN_LIMIT = 1 << 28
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
+    """As ``dp._fill``: direction bits into ``trace [n+1, m+1]``, returns (score, i, j)."""
+    hp = np.empty(m + 1, np.int32)
+    hn = np.empty(m + 1, np.int32)
+    f = np.full(m + 1, NEG, np.int32)
+    t = np.empty(m + 1, np.int32)
+    e = np.empty(m + 1, np.int32)
+    bits = np.empty(m + 1, np.uint8)
+    ob = open_b.astype(np.int32)
+    cb = close_b.astype(np.int32)
+    ext = np.int32(ext)
+    zero = np.int32(0)
+    hp[0] = 0
+    for j in range(1, m + 1):
+        hp[j] = -(open_a[0] + (j - 1) * ext + close_a[0]) if mode == GLOBAL else 0
+    best, bi, bj = NEG, 0, 0
+    if mode == LOCAL:
+        best = 0
+    scan_ok = m * int(ext) < SCAN_LIMIT
+    for i in range(1, n + 1):
+        if mode == SEMIGLOBAL and hp[m] > best:
+            best, bi, bj = hp[m], i - 1, m
+        srow = S[i - 1]
+        oa = np.int32(open_a[i])
+        ca = np.int32(close_a[i])
+        h0 = np.int32(-(open_b[0] + (i - 1) * ext + close_b[0])) if mode == GLOBAL else zero
+        # F and T = max(diag, up), elementwise.
+        for j in range(1, m + 1):
+            f_ext = f[j] - ext
+            f_open = hp[j] - ob[j]
+            fv = max(f_ext, f_open)
+            f[j] = fv
+            d = hp[j - 1] + srow[j - 1]
+            fc = fv - cb[j]
+            up = fc > d
+            t[j] = fc if up else d
+            bits[j] = (F_EXT if f_ext >= f_open else 0) | (H_UP if up else 0)
+        hn[0] = h0
+        if scan_ok and oa + ca >= ext:
+            run = np.int32(NEG)
+            u = h0
+            for j in range(1, m + 1):
+                run = max(run, u)
+                e[j] = run
+                tj = t[j]
+                if mode == LOCAL:
+                    tj = max(tj, zero)
+                u = tj + j * ext
+            for j in range(1, m + 1):
+                e[j] = e[j] - oa - (j - 1) * ext
+        else:
+            ev = np.int32(NEG)
+            hl = h0
+            for j in range(1, m + 1):
+                ev = max(ev - ext, hl - oa)
+                e[j] = ev
+                hl = max(t[j], ev - ca)
+                if mode == LOCAL:
+                    hl = max(hl, zero)
+        rowmax = np.int32(NEG)
+        for j in range(1, m + 1):
+            ec = e[j] - ca
+            tj = t[j]
+            left = ec > tj
+            h = ec if left else tj
+            b = bits[j]
+            if left:
+                b = (b & 12) | H_LEFT
+            if mode == LOCAL:
+                stop = h <= 0
+                h = zero if stop else h
+                b = (b | H_STOP) if stop else b
+            hn[j] = h
+            bits[j] = b
+            rowmax = max(rowmax, h)
+        e[0] = NEG
+        for j in range(1, m + 1):
+            e_ext = e[j - 1] - ext
+            e_open = hn[j - 1] - oa
+            trace[i, j] = bits[j] | (E_EXT if e_ext >= e_open else 0)
+        if mode == LOCAL and rowmax > best:
+            for j in range(1, m + 1):
+                if hn[j] == rowmax:
+                    best, bi, bj = rowmax, i, j
+                    break
+        hp, hn = hn, hp
+    if mode == GLOBAL:
+        best, bi, bj = hp[m], n, m
+    elif mode == SEMIGLOBAL:
+        for j in range(m + 1):
+            if hp[j] > best:
+                best, bi, bj = hp[j], n, j
+    return np.int64(best), np.int64(bi), np.int64(bj)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def pair_score_rows(a, n, b, m, mat, go, ge, mode):
+    """As ``dp._pair_score`` (score, end_i, end_j), row-vectorised with a query profile."""
+    n_codes = mat.shape[0]
+    qp = np.empty((n_codes, m + 1), np.int32)
+    for c in range(n_codes):
+        for j in range(m):
+            qp[c, j] = mat[c, b[j]]
+    go = np.int32(go)
+    ge = np.int32(ge)
+    zero = np.int32(0)
+    hp = np.empty(m + 1, np.int32)
+    hn = np.empty(m + 1, np.int32)
+    f = np.full(m + 1, NEG, np.int32)
+    t = np.empty(m + 1, np.int32)
+    e = np.empty(m + 1, np.int32)
+    hp[0] = 0
+    for j in range(1, m + 1):
+        hp[j] = -(go + (j - 1) * ge) if mode == GLOBAL else 0
+    best, bi, bj = NEG, 0, 0
+    if mode == LOCAL:
+        best = 0
+    scan_ok = m * int(ge) < SCAN_LIMIT and go >= ge
+    for i in range(1, n + 1):
+        if mode == SEMIGLOBAL and hp[m] > best:
+            best, bi, bj = hp[m], i - 1, m
+        row = qp[a[i - 1]]
+        h0 = np.int32(-(go + (i - 1) * ge)) if mode == GLOBAL else zero
+        for j in range(1, m + 1):
+            fv = max(f[j] - ge, hp[j] - go)
+            f[j] = fv
+            t[j] = max(hp[j - 1] + row[j - 1], fv)
+        if scan_ok:
+            run = np.int32(NEG)
+            u = h0
+            for j in range(1, m + 1):
+                run = max(run, u)
+                e[j] = run
+                tj = t[j]
+                if mode == LOCAL:
+                    tj = max(tj, zero)
+                u = tj + j * ge
+            for j in range(1, m + 1):
+                e[j] = e[j] - go - (j - 1) * ge
+        else:
+            ev = np.int32(NEG)
+            hl = h0
+            for j in range(1, m + 1):
+                ev = max(ev - ge, hl - go)
+                e[j] = ev
+                hl = max(t[j], ev)
+                if mode == LOCAL:
+                    hl = max(hl, zero)
+        rowmax = np.int32(NEG)
+        for j in range(1, m + 1):
+            h = max(t[j], e[j])
+            if mode == LOCAL:
+                h = max(h, zero)
+            hn[j] = h
+            rowmax = max(rowmax, h)
+        hn[0] = h0
+        if mode == LOCAL and rowmax > best:
+            for j in range(1, m + 1):
+                if hn[j] == rowmax:
+                    best, bi, bj = rowmax, i, j
+                    break
+        hp, hn = hn, hp
+    if mode == GLOBAL:
+        best, bi, bj = hp[m], n, m
+    elif mode == SEMIGLOBAL:
+        for j in range(m + 1):
+            if hp[j] > best:
+                best, bi, bj = hp[j], n, j
+    return np.int64(best), np.int64(bi), np.int64(bj)
