@@ -3,7 +3,8 @@
 # Expects torchmsa installed non-editable (so torchmsa._triton exists) ahead of the checkout on
 # PYTHONPATH, e.g. PYTHONPATH=/tmp/site:$PWD; `python3 -P` keeps the checkout's torchmsa/ from
 # shadowing it. Logs and results go to $OUT (default /tmp/gpu_check).
-# usage: bash benchmarks/gpu_check.sh [env] [bench] [sweep] [tests] [ncu]   (default: all but ncu)
+# usage: bash benchmarks/gpu_check.sh [env] [bench] [sweep] [long] [tests] [ncu]
+#   (default: env bench sweep tests); long: the single 10,000-residue pair and its shape sweep
 # Stages run in that order whatever order they are named in.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_check}
@@ -22,6 +23,10 @@ if has bench || has sweep; then
   extra=$(has sweep && echo --sweep)
   python3 -P -m benchmarks.pairwise_gpu --out "$OUT" $extra 2>&1 | tee "$OUT/bench.log" \
     || status=1
+fi
+if has long; then
+  python3 -P -m benchmarks.pairwise_gpu --long-only --sweep --out "$OUT" 2>&1 \
+    | tee "$OUT/long.log" || status=1
 fi
 if has tests; then
   timeout "${TEST_TIMEOUT:-300}" python3 -P -m pytest -q -p no:cacheprovider -n 4 \

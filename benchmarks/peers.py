@@ -204,6 +204,7 @@ PEERS: dict[str, Callable[..., PeerResult]] = {
     "mafft-auto": _mafft("--auto"),
     "mafft-linsi": _mafft("--localpair", "--maxiterate", "1000"),
     "mafft-fftns2": _mafft("--retree", "2", "--maxiterate", "0"),
+    "mafft-parttree": _mafft("--parttree"),
     "clustalo": clustalo,
     "muscle": _muscle("-align"),
     "muscle-super5": _muscle("-super5"),

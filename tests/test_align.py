@@ -10,8 +10,8 @@ from torchmsa.alphabet import get_alphabet
 from torchmsa.errors import ArgumentError, EmptyInputError, InvalidCharacterError, ScoringError
 from torchmsa.io import read_alignment, read_sequences
 from torchmsa.metrics import score_alignment
+from torchmsa.ops.colscores import batched_column_scores, column_scores
 from torchmsa.pipeline import profile_scoring
-from torchmsa.progressive import column_scores
 
 HERE = Path(__file__).parent
 EXAMPLE = HERE.parent / "examples" / "superoxide_dismutase.fasta"
@@ -134,6 +134,27 @@ def test_column_scores_are_exact_at_the_weight_limit():
             for i in range(5)
         ]
         assert got.tolist() == want
+        prof = torch.tensor(np.concatenate([pa, pb]), dtype=torch.float64)
+        S, s_off = batched_column_scores(
+            prof,
+            torch.tensor([0, 5]),
+            torch.tensor([5, 3]),
+            torch.tensor([5, 0]),
+            torch.tensor([4, 5]),
+            torch.tensor([wa, wb]),
+            torch.tensor([wb, wa]),
+            mat.double(),
+        )
+        assert s_off.tolist() == [0, 20]
+        assert S[:20].view(5, 4).tolist() == want
+        back = column_scores(
+            torch.tensor(pb[:3], dtype=torch.float64),
+            torch.tensor(pa, dtype=torch.float64),
+            mat.double(),
+            wb,
+            wa,
+        )
+        assert S[20:].view(3, 5).tolist() == back.tolist()
 
 
 def test_alignment_tensors_and_formats():

@@ -2,14 +2,15 @@ import numpy as np
 import pytest
 import torch
 from Bio.Align import PairwiseAligner, substitution_matrices
-from oracles import align as oracle_align
-from oracles import dp_matrices, pair_inputs, rescore
 
 import torchmsa
 from torchmsa.alphabet import DNA, PROTEIN, encode
 from torchmsa.cpu import dp
 from torchmsa.errors import ArgumentError, InvalidCharacterError, ScoringError
 from torchmsa.scoring import get_scoring
+
+from oracles import align as oracle_align
+from oracles import dp_matrices, pair_inputs, rescore
 
 MODES = ["global", "local", "semiglobal"]
 GAPS = [(10, 1), (5, 2), (3, 3), (11, 0), (0, 0)]

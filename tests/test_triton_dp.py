@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 from Bio.Align import PairwiseAligner, substitution_matrices
-from torchmsa._triton import dp as tdp
-from torchmsa._triton import dp_plan
 
 import torchmsa
+from torchmsa._triton import dp as tdp
+from torchmsa._triton import dp_plan
 from torchmsa.cpu import dp as cdp
-from torchmsa.errors import ResourceError
+from torchmsa.errors import ArgumentError, ResourceError
 from torchmsa.ops.backend import resolve_backend
 from torchmsa.scoring import get_scoring
 
@@ -266,3 +266,11 @@ def test_gpu_auto_backend_is_triton():
         assert torchmsa.pairwise_align(a, b, mode=mode, device="cuda") == torchmsa.pairwise_align(
             a, b, mode=mode, device="cpu"
         )
+
+
+def test_length_beyond_codes_raises_argument_error():
+    rng = np.random.default_rng(0)
+    ca, la, cb, lb = _pairs(rng, [3, 4], [5, 2])
+    la[1] = 9
+    with pytest.raises(ArgumentError, match=r"`len_a\[1\]` is 9"):
+        tdp.pairwise_score(ca, la, cb, lb, _matrix(rng), 10, 1, cdp.LOCAL)

@@ -4,7 +4,7 @@ from torchmsa import errors, metrics
 from torchmsa.alignment import Alignment
 from torchmsa.ops.kmer import shared_kmer_counts
 from torchmsa.ops.pairwise import PairwiseAlignment, pairwise_align
-from torchmsa.pipeline import align
+from torchmsa.pipeline import align, align_many
 from torchmsa.sequences import SequenceBatch
 
 __version__ = "0.1.0"
@@ -15,6 +15,7 @@ __all__ = [
     "SequenceBatch",
     "__version__",
     "align",
+    "align_many",
     "errors",
     "metrics",
     "pairwise_align",

@@ -91,9 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--mode",
         default="auto",
-        choices=["auto", "fast", "default"],
-        help="fast: one progressive pass; default: two passes (FFT-NS-2 style); "
-        "auto: chosen from the input size",
+        choices=["auto", "fast", "default", "accurate"],
+        help="fast: one progressive pass; default: two passes and light refinement "
+        "(FFT-NS-2 style); accurate: local-alignment consistency and refinement (L-INS-i "
+        "style); auto: accurate up to 200 sequences of up to 2,000 residues, else default "
+        "up to 20,000 sequences, else fast",
     )
     p.add_argument(
         "--tree",

@@ -21,14 +21,29 @@ import torch
 from torchmsa.alignment import Alignment
 from torchmsa.errors import ArgumentError, ScoringError
 from torchmsa.ops.backend import resolve_backend, resolve_device
-from torchmsa.progressive import ProfileScoring, ResidueTable, progressive_align, quantize_weights
-from torchmsa.scoring import gap_cost, load_matrix
+from torchmsa.progressive import (
+    Forest,
+    ProfileScoring,
+    ResidueTable,
+    progressive_align,
+    quantize_weights,
+)
+from torchmsa.scoring import gap_cost, get_scoring, load_matrix
 from torchmsa.sequences import SequenceBatch
 
-__all__ = ["align", "MODES", "TREES", "MSA_DEFAULTS", "SCORE_SCALE", "profile_scoring"]
+__all__ = [
+    "align",
+    "align_many",
+    "MODES",
+    "TREES",
+    "MSA_DEFAULTS",
+    "SCORE_SCALE",
+    "profile_scoring",
+]
 
-MODES = ("auto", "fast", "default")
-TREES = ("auto", "upgma", "upgma_mafft", "nj", "single")
+MODES = ("auto", "fast", "default", "accurate")
+TREES = ("auto", "upgma", "upgma_mafft", "nj", "single", "parttree")
+PARTTREE_MIN_N = 20_000  # "auto" trees above this size are PartTree (no N x N matrix)
 SCORE_SCALE = 256
 # matrix, gap_open, gap_extend, matrix offset, terminal gap-opening factor (num, den)
 MSA_DEFAULTS = {
@@ -38,9 +53,13 @@ MSA_DEFAULTS = {
 }
 AUTO_DEFAULT_MAX_N = 20_000
 RETREE_BLOCK = 1 << 24
-REFINE_ROUNDS = {"default": 2}
+REFINE_ROUNDS = {"default": 2, "accurate": 16}
+ACCURATE_LOCAL = ("BLOSUM62", 11, 1)  # stage-1 local alignments: matrix, gap open, extend
+CONSISTENCY_WEIGHT = 16  # DP units per unit of normalised consistency (64 = all pairs agree)
+AUTO_ACCURATE_MAX_N = 200
+AUTO_ACCURATE_MAX_LEN = 2000
 REFINE_MAX_N = 500
-MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see progressive.column_scores)
+MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see ops.colscores.column_scores)
 
 
 def profile_scoring(alphabet, matrix=None, gap_open=None, gap_extend=None) -> ProfileScoring:
@@ -70,13 +89,19 @@ def profile_scoring(alphabet, matrix=None, gap_open=None, gap_extend=None) -> Pr
     )
 
 
-def _kmer_tree(batch: SequenceBatch, method: str, backend: str):
+def _kmer_tree(batch: SequenceBatch, tree: str, backend: str):
+    """The first guide tree: 6-mer distances and a linkage, or PartTree for huge inputs."""
     from torchmsa.ops.kmer import kmer_distances, shared_kmer_counts
     from torchmsa.tree import build_tree
 
-    counts = shared_kmer_counts(batch, backend="auto")
+    if tree == "parttree" or (tree == "auto" and len(batch) > PARTTREE_MIN_N):
+        from torchmsa.parttree import parttree_tree
+
+        return parttree_tree(batch, backend=backend)
+    counts = shared_kmer_counts(batch, backend=backend)
     self_counts = torch.diagonal(counts)
     dist = kmer_distances(counts, self_counts, self_counts)
+    method = "upgma_mafft" if tree == "auto" else tree
     return build_tree(
         np.asarray(torch.as_tensor(dist).cpu(), dtype=np.float64), method, batch.names
     )
@@ -100,19 +125,196 @@ def _alignment_distances(codes: torch.Tensor, gap: int) -> np.ndarray:
     return dist.cpu().numpy()
 
 
-def _progressive(batch, tree, scoring, backend, progress):
-    table = ResidueTable.from_batch(batch.codes, batch.lengths)
-    weights = quantize_weights(tree.weights())
-    width = progressive_align(table, batch.lengths, tree, weights, scoring, backend, progress)
-    return table.codes_matrix(width, len(batch), batch.alphabet.gap_code), weights
+def _concat(batches: list[SequenceBatch]) -> tuple[torch.Tensor, torch.Tensor]:
+    """All jobs' codes in one padded ``uint8 [sum N, Lmax]`` tensor, and their lengths."""
+    width = max(b.codes.shape[1] for b in batches)
+    gap = batches[0].alphabet.gap_code
+    codes = torch.cat(
+        [
+            torch.nn.functional.pad(b.codes, (0, width - b.codes.shape[1]), value=gap)
+            for b in batches
+        ]
+    )
+    return codes, torch.cat([b.lengths for b in batches])
 
 
-def _resolve_mode(mode: str, n: int) -> str:
+def _progressive_jobs(batches, trees, scoring, backend, progress):
+    """One level-batched progressive pass over every job; each job's codes and weights."""
+    sizes = [len(b) for b in batches]
+    codes, lengths = _concat(batches)
+    weights = torch.cat(
+        [
+            quantize_weights(t.weights()) if t is not None else torch.ones(1, dtype=torch.int64)
+            for t in trees
+        ]
+    )
+    table = ResidueTable.from_batch(codes, lengths)
+    forest = Forest.from_trees(trees, sizes)
+    widths = progressive_align(table, lengths, forest, weights, scoring, backend, progress)
+    out, first = [], 0
+    for n, width in zip(sizes, widths):
+        out.append(
+            (
+                table.codes_matrix(first, n, width, batches[0].alphabet.gap_code),
+                weights[first : first + n],
+            )
+        )
+        first += n
+    return out
+
+
+def _resolve_mode(mode: str, batch: SequenceBatch) -> str:
     if mode not in MODES:
         raise ArgumentError(f"Invalid value for `mode` argument: {mode!r}; use one of {MODES}")
     if mode != "auto":
         return mode
+    n, longest = len(batch), int(batch.lengths.max()) if len(batch) else 0
+    if n <= AUTO_ACCURATE_MAX_N and longest <= AUTO_ACCURATE_MAX_LEN:
+        return "accurate"
     return "default" if n <= AUTO_DEFAULT_MAX_N else "fast"
+
+
+def _accurate_group(batches, scoring, method, impl, bar):
+    """L-INS-i style: local-alignment library, tree, consistency progressive, refinement."""
+    from torchmsa.consistency import Consistency, local_library
+    from torchmsa.refine import refine
+    from torchmsa.tree import build_tree
+
+    gap = batches[0].alphabet.gap_code
+    name, go, ge = ACCURATE_LOCAL
+    if batches[0].alphabet.is_nucleotide:
+        name = "NUC.4.4"
+    sc = get_scoring(batches[0].alphabet, name, go, ge)
+    mat = torch.from_numpy(sc.matrix.copy())
+    libs, trees = [], []
+    for b in batches:
+        lib = local_library(b.codes, b.lengths, mat, sc.gap_open, sc.gap_extend, impl)
+        libs.append(lib)
+        trees.append(build_tree(lib.dist, method, b.names) if len(b) > 1 else None)
+    sizes = [len(b) for b in batches]
+    codes, lengths = _concat(batches)
+    weights = torch.cat(
+        [
+            quantize_weights(t.weights()) if t is not None else torch.ones(1, dtype=torch.int64)
+            for t in trees
+        ]
+    ).to(codes.device)
+    forest = Forest.from_trees(trees, sizes)
+    cons = Consistency(libs, trees, sizes, forest, CONSISTENCY_WEIGHT)
+    table = ResidueTable.from_batch(codes, lengths)
+    widths = progressive_align(table, lengths, forest, weights, scoring, impl, bar.step, cons)
+    out, first = [], 0
+    for b, lib, tree, width in zip(batches, libs, trees, widths):
+        job = table.codes_matrix(first, len(b), width, gap)
+        w = weights[first : first + len(b)]
+        extra = {"library_entries": len(lib)}
+        if tree is not None and len(b) > 2:
+            job, extra["refined_edges"] = refine(
+                job, tree, w, scoring, gap, REFINE_ROUNDS["accurate"], impl, lib, CONSISTENCY_WEIGHT
+            )
+        out.append((job, tree, extra))
+        first += len(b)
+    return out
+
+
+def _linkage(tree: str) -> str:
+    return "upgma_mafft" if tree in ("auto", "parttree") else tree
+
+
+def _first_tree_method(tree: str, n: int) -> str:
+    if tree == "parttree" or (tree == "auto" and n > PARTTREE_MIN_N):
+        return "parttree"
+    return _linkage(tree)
+
+
+def _align_group(batches, chosen, scoring, tree, impl, bar):
+    """Align jobs that share an alphabet and a mode; returns (codes, tree, extra meta) each."""
+    from torchmsa.tree import build_tree
+
+    method = _linkage(tree)
+    if chosen == "accurate":
+        return _accurate_group(batches, scoring, method, impl, bar)
+    gap = batches[0].alphabet.gap_code
+    trees = [_kmer_tree(b, tree, impl) if len(b) > 1 else None for b in batches]
+    done = _progressive_jobs(batches, trees, scoring, impl, bar.step)
+    extra = [{} for _ in batches]
+    if chosen == "default":
+        trees = [
+            build_tree(_alignment_distances(c, gap), method, b.names) if len(b) > 1 else None
+            for b, (c, _) in zip(batches, done)
+        ]
+        done = _progressive_jobs(batches, trees, scoring, impl, bar.step)
+        rounds = REFINE_ROUNDS.get(chosen, 0)
+        if rounds:
+            from torchmsa.refine import refine
+
+            for j, (b, t) in enumerate(zip(batches, trees)):
+                if t is not None and len(b) <= REFINE_MAX_N:
+                    codes, applied = refine(done[j][0], t, done[j][1], scoring, gap, rounds, impl)
+                    done[j] = (codes, done[j][1])
+                    extra[j]["refined_edges"] = applied
+    return [(codes, tree, e) for (codes, _), tree, e in zip(done, trees, extra)]
+
+
+def align_many(
+    inputs: list,
+    *,
+    device="auto",
+    mode: str = "auto",
+    matrix=None,
+    gap_open: float | None = None,
+    gap_extend: float | None = None,
+    tree: str = "auto",
+    seqtype: str = "auto",
+    progress: bool = False,
+    backend: str = "auto",
+) -> list[Alignment]:
+    """Align many independent sequence sets in shared batches (one result per input).
+
+    Every job's tree levels are aligned together, so a level of all jobs is one batched DP
+    launch: many small families cost little more than one. Jobs are grouped by alphabet and
+    chosen mode; arguments as :func:`align`, applied to every job.
+    """
+    t0 = time.perf_counter()
+    dev = resolve_device(device)
+    impl = resolve_backend(backend, dev)
+    if tree not in TREES:
+        raise ArgumentError(f"Invalid value for `tree` argument: {tree!r}; use one of {TREES}")
+    batches = [SequenceBatch.from_input(x, seqtype, dev) for x in inputs]
+    chosen = [_resolve_mode(mode, b) for b in batches]
+    groups: dict[tuple[str, str], list[int]] = {}
+    for j, b in enumerate(batches):
+        groups.setdefault((b.alphabet.name, chosen[j]), []).append(j)
+    total = sum(
+        (2 if chosen[j] == "default" else 1) * max(0, len(b) - 1) for j, b in enumerate(batches)
+    )
+    bar = _ProgressBar(total, progress)
+    results: list = [None] * len(batches)
+    for (_, mode_j), idx in groups.items():
+        scoring = profile_scoring(batches[idx[0]].alphabet, matrix, gap_open, gap_extend)
+        group = [batches[j] for j in idx]
+        for j, res in zip(idx, _align_group(group, mode_j, scoring, tree, impl, bar)):
+            results[j] = res
+    bar.close()
+    seconds = time.perf_counter() - t0
+    out = []
+    for j, (b, (codes, guide, extra)) in enumerate(zip(batches, results)):
+        meta: dict[str, Any] = {
+            "mode": chosen[j],
+            "requested_mode": mode,
+            "device": str(dev),
+            "backend": impl,
+            "tree": _first_tree_method(tree, len(b)) if chosen[j] != "accurate" else _linkage(tree),
+            "n_sequences": len(b),
+            "seconds": seconds,
+            "jobs_in_batch": len(batches),
+            **extra,
+        }
+        weights = None if guide is None else torch.as_tensor(guide.weights(), dtype=torch.float64)
+        out.append(
+            Alignment(b.names, b.descriptions, b.residues, codes, b.alphabet, guide, weights, meta)
+        )
+    return out
 
 
 def align(
@@ -137,8 +339,9 @@ def align(
         mode: ``"fast"``, ``"default"`` or ``"auto"`` (see the module docstring).
         matrix: substitution matrix name or Biopython Array (default BLOSUM62 / NUC.4.4).
         gap_open, gap_extend: gap costs in matrix units (defaults in :data:`MSA_DEFAULTS`).
-        tree: guide tree method: ``"auto"`` (= ``"upgma_mafft"``), ``"upgma"``,
-            ``"upgma_mafft"``, ``"nj"`` or ``"single"``.
+        tree: guide tree method: ``"auto"`` (``"upgma_mafft"``, or PartTree above
+            :data:`PARTTREE_MIN_N` sequences), ``"upgma"``, ``"upgma_mafft"``, ``"nj"``,
+            ``"single"`` or ``"parttree"``. Second-pass trees (default mode) use the linkage.
         seqtype: ``"auto"``, ``"protein"``, ``"dna"`` or ``"rna"``.
         progress: print a progress bar on stderr.
         backend: DP backend, ``"auto"``, ``"cpu"`` or ``"triton"``.
@@ -146,50 +349,18 @@ def align(
     Returns:
         An :class:`~torchmsa.alignment.Alignment`, rows in input order.
     """
-    t0 = time.perf_counter()
-    dev = resolve_device(device)
-    impl = resolve_backend(backend, dev)
-    if tree not in TREES:
-        raise ArgumentError(f"Invalid value for `tree` argument: {tree!r}; use one of {TREES}")
-    batch = SequenceBatch.from_input(seqs, seqtype, dev)
-    n = len(batch)
-    chosen = _resolve_mode(mode, n)
-    scoring = profile_scoring(batch.alphabet, matrix, gap_open, gap_extend)
-    method = "upgma_mafft" if tree == "auto" else tree
-    meta: dict[str, Any] = {
-        "mode": chosen,
-        "requested_mode": mode,
-        "device": str(dev),
-        "backend": impl,
-        "tree": method,
-        "n_sequences": n,
-    }
-    bar = _ProgressBar(2 * max(0, n - 1) if chosen == "default" else max(0, n - 1), progress)
-    if n == 1:
-        codes = batch.codes[:, : int(batch.lengths[0])].clone()
-        guide = None
-    else:
-        guide = _kmer_tree(batch, method, impl)
-        codes, weights = _progressive(batch, guide, scoring, impl, bar.step)
-        if chosen == "default":
-            dist = _alignment_distances(codes, batch.alphabet.gap_code)
-            from torchmsa.tree import build_tree
-
-            guide = build_tree(dist, method, batch.names)
-            codes, weights = _progressive(batch, guide, scoring, impl, bar.step)
-            rounds = REFINE_ROUNDS.get(chosen, 0) if n <= REFINE_MAX_N else 0
-            if rounds:
-                from torchmsa.refine import refine
-
-                codes, meta["refined_edges"] = refine(
-                    codes, guide, weights, scoring, batch.alphabet.gap_code, rounds, impl
-                )
-    bar.close()
-    weights = None if guide is None else torch.as_tensor(guide.weights(), dtype=torch.float64)
-    meta["seconds"] = time.perf_counter() - t0
-    return Alignment(
-        batch.names, batch.descriptions, batch.residues, codes, batch.alphabet, guide, weights, meta
-    )
+    return align_many(
+        [seqs],
+        device=device,
+        mode=mode,
+        matrix=matrix,
+        gap_open=gap_open,
+        gap_extend=gap_extend,
+        tree=tree,
+        seqtype=seqtype,
+        progress=progress,
+        backend=backend,
+    )[0]
 
 
 class _ProgressBar:

@@ -22,12 +22,13 @@ import numpy as np
 import torch
 
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP
+from torchmsa.ops.colscores import batched_column_scores
 from torchmsa.ops.profile import profile_align
 
 __all__ = [
+    "Forest",
     "ProfileScoring",
     "ResidueTable",
-    "column_scores",
     "open_costs",
     "quantize_weights",
     "progressive_align",
@@ -74,10 +75,11 @@ class ResidueTable:
         seq_off[1:] = torch.cumsum(lengths, 0)
         return cls(seq.contiguous(), codes[keep].to(torch.int64), pos[keep].contiguous(), seq_off)
 
-    def codes_matrix(self, n_cols: int, n_seqs: int, gap: int) -> torch.Tensor:
-        """``uint8 [N, n_cols]`` alignment codes (gap elsewhere)."""
-        out = torch.full((n_seqs, n_cols), gap, dtype=torch.uint8, device=self.seq.device)
-        out[self.seq, self.col] = self.code.to(torch.uint8)
+    def codes_matrix(self, first: int, count: int, n_cols: int, gap: int) -> torch.Tensor:
+        """``uint8 [count, n_cols]`` alignment codes of sequences ``first .. first+count-1``."""
+        out = torch.full((count, n_cols), gap, dtype=torch.uint8, device=self.seq.device)
+        lo, hi = self.seq_off[first].item(), self.seq_off[first + count].item()
+        out[self.seq[lo:hi] - first, self.col[lo:hi]] = self.code[lo:hi].to(torch.uint8)
         return out
 
 
@@ -89,22 +91,6 @@ def quantize_weights(weights: np.ndarray | torch.Tensor) -> torch.Tensor:
         w = torch.ones_like(w)
         total = float(w.numel())
     return torch.floor(w * (WEIGHT_TOTAL / total)).to(torch.int64).clamp_min(1)
-
-
-def column_scores(
-    prof_a: torch.Tensor, prof_b: torch.Tensor, matrix: torch.Tensor, w_a: int, w_b: int
-) -> torch.Tensor:
-    """``int32 [Ca, Cb]``: ``floor(P_a M P_bᵀ / (w_a w_b))``, exactly.
-
-    ``prof_a``, ``prof_b`` hold integer weight sums (float64 [C, A]) and ``matrix`` integers
-    (float64 [A, A], entries below 2^13); with ``w_a + w_b <= 2^20`` every product and partial
-    sum is an integer below 2^51, so the float64 matrix product is exact in any summation order.
-    The quotient is below 2^13 in magnitude, so its rounding error is below 2^-40, while a
-    non-integer quotient lies at least ``1 / (w_a w_b) >= 2^-38`` from an integer: ``floor`` of
-    the correctly rounded division is the exact floor on every IEEE device.
-    """
-    raw = (prof_a @ matrix) @ prof_b.T
-    return torch.floor(raw.div_(float(w_a * w_b))).to(torch.int32)
 
 
 def open_costs(
@@ -132,7 +118,7 @@ def _segment_ids(sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, off
 
 
-def _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend):
+def _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend, cons=None, g=0):
     device = table.seq.device
     n_pairs = pairs.shape[0]
     kids = torch.cat([pairs[:, 0], pairs[:, 1]])
@@ -173,17 +159,10 @@ def _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend):
     open_cost = open_costs(both, kid_w[bnd_kid], ends, scoring)
 
     n, m = cols[:n_pairs], cols[n_pairs:]
-    s_off = torch.zeros(n_pairs, dtype=torch.int64, device=device)
-    s_off[1:] = torch.cumsum(n * m, 0)[:-1]
-    S = torch.empty(int((n * m).sum()), dtype=torch.int32, device=device)
     mat = scoring.matrix.to(device=device, dtype=torch.float64)
-    spans = torch.stack([col_off[:-1], col_off[1:]], 1).tolist()
-    sizes = torch.stack([s_off, n * m], 1).tolist()
-    wts = kid_w.tolist()
-    for p in range(n_pairs):
-        (a0, a1), (b0, b1), (so, size) = spans[p], spans[p + n_pairs], sizes[p]
-        block = column_scores(prof[a0:a1], prof[b0:b1], mat, wts[p], wts[p + n_pairs])
-        S[so : so + size] = block.view(-1)
+    S, s_off = batched_column_scores(
+        prof, col_off[:n_pairs], n, col_off[n_pairs:-1], m, kid_w[:n_pairs], kid_w[n_pairs:], mat
+    )
     zeros = torch.zeros_like(open_cost)
     info, ops, ops_off = profile_align(
         S,
@@ -215,40 +194,87 @@ def _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend):
     node_cols[parents] = n_ops
 
 
+@dataclass
+class Forest:
+    """Guide trees of several independent jobs as one forest, for level-batched work.
+
+    Leaves are ``0 .. n_leaves-1`` (job j's sequences are contiguous); internal node k has id
+    ``n_leaves + k`` and smaller-id children. ``levels[g]`` holds every job's level-g nodes, so
+    one batched step aligns a level of all jobs at once (GMSA-style sharing of launches).
+    """
+
+    n_leaves: int
+    children: np.ndarray  # int64 [K, 2]
+    levels: list[np.ndarray]
+    roots: np.ndarray  # int64 [jobs]: each job's root id (its leaf for a one-sequence job)
+
+    @classmethod
+    def from_trees(cls, trees: list, sizes: list[int]) -> Forest:
+        """Forest of ``trees[j]`` over ``sizes[j]`` sequences (``None`` for one sequence)."""
+        total = int(sum(sizes))
+        leaf_off = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        kids, roots, levels = [], [], []
+        inner = 0
+        for tree, n, lo in zip(trees, sizes, leaf_off):
+            if n == 1:
+                roots.append(lo)
+                continue
+            ch = np.asarray(tree.children, dtype=np.int64)
+            # leaf i -> lo + i; internal n + k -> total + inner + k
+            remap = np.concatenate([lo + np.arange(n), total + inner + np.arange(n - 1)])
+            kids.append(remap[ch])
+            for g, lev in enumerate(tree.levels()):
+                if g == len(levels):
+                    levels.append([])
+                levels[g].append(remap[np.asarray(lev)])
+            roots.append(total + inner + n - 2)
+            inner += n - 1
+        children = np.concatenate(kids) if kids else np.zeros((0, 2), np.int64)
+        return cls(
+            total, children, [np.concatenate(lv) for lv in levels], np.asarray(roots, np.int64)
+        )
+
+
 def progressive_align(
     table: ResidueTable,
     lengths: torch.Tensor,
-    tree,
+    forest: Forest,
     weights: torch.Tensor,
     scoring: ProfileScoring,
     backend: str = "auto",
     progress=None,
-) -> int:
-    """Align along ``tree``, level by level; updates ``table.col`` and returns the width.
+    consistency=None,
+) -> list[int]:
+    """Align along every tree of ``forest``, level by level; updates ``table.col``.
 
     Arguments:
         table: the residue table (columns start as residue positions).
         lengths: ``int [N]`` sequence lengths.
-        tree: a :class:`torchmsa.tree.Tree` over the N sequences.
-        weights: ``int64 [N]`` quantized sequence weights (:func:`quantize_weights`).
+        forest: the jobs' guide trees (:meth:`Forest.from_trees`).
+        weights: ``int64 [N]`` quantized sequence weights (:func:`quantize_weights`, per job).
         scoring: the profile scoring.
         backend: DP backend (``auto``, ``cpu``, ``triton``).
         progress: optional callable ``progress(done_nodes, total_nodes)``.
+        consistency: optional :class:`torchmsa.consistency.Consistency` whose tiles are added
+            to every level's column scores (accurate mode).
+
+    Returns:
+        Each job's alignment width.
     """
     device = table.seq.device
-    n_seqs = lengths.numel()
-    n_nodes = max(1, 2 * n_seqs - 1)
+    n_seqs = forest.n_leaves
+    n_nodes = n_seqs + forest.children.shape[0]
     node_cols = torch.zeros(n_nodes, dtype=torch.int64, device=device)
     node_cols[:n_seqs] = lengths.to(device=device, dtype=torch.int64)
     node_of_seq = torch.arange(n_seqs, device=device)
     weights = weights.to(device)
-    children = torch.from_numpy(np.array(tree.children, dtype=np.int64))
-    done = 0
-    for level in tree.levels():
-        ids = torch.as_tensor(np.asarray(level), dtype=torch.int64)
+    children = torch.from_numpy(np.array(forest.children, dtype=np.int64))
+    done, total = 0, forest.children.shape[0]
+    for g, level in enumerate(forest.levels):
+        ids = torch.from_numpy(np.array(level, dtype=np.int64))
         pairs = torch.cat([children[ids - n_seqs], ids[:, None]], 1).to(device)
-        _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend)
+        _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend, consistency, g)
         done += len(level)
         if progress is not None:
-            progress(done, n_seqs - 1)
-    return int(node_cols[n_nodes - 1]) if n_seqs > 1 else int(node_cols[0])
+            progress(done, total)
+    return node_cols[torch.from_numpy(forest.roots).to(device)].tolist()

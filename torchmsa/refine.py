@@ -16,11 +16,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from torchmsa.consistency import partition_tile
 from torchmsa.cpu import dp as cpu_dp
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP
 from torchmsa.cpu.groups import group_profile
+from torchmsa.ops.colscores import column_scores
 from torchmsa.ops.profile import profile_align
-from torchmsa.progressive import ProfileScoring, column_scores, open_costs
+from torchmsa.progressive import ProfileScoring, open_costs
 
 __all__ = ["refine", "partitions"]
 
@@ -53,7 +55,7 @@ def _group(codes_np, rows, weights_np, gap, n_alpha, device):
 class _Candidate:
     """One edge's two groups, scores and costs against the current alignment."""
 
-    def __init__(self, codes, codes_np, rows_a, weights, weights_np, scoring, gap):
+    def __init__(self, codes, codes_np, rows_a, weights, weights_np, scoring, gap, cons=None):
         n_alpha = scoring.matrix.shape[0]
         rows_b = torch.ones(codes.shape[0], dtype=torch.bool, device=codes.device)
         rows_b[rows_a] = False
@@ -67,6 +69,21 @@ class _Candidate:
         )
         mat = scoring.matrix.to(device=codes.device, dtype=torch.float64)
         self.S = column_scores(prof_a, prof_b, mat, self.w_a, self.w_b)
+        if cons is not None:
+            side_a = torch.zeros(codes.shape[0], dtype=torch.bool, device=dev)
+            side_a[rows_a] = True
+            self.S += partition_tile(
+                cons.lib,
+                cons.weight,
+                side_a,
+                cons.res_col,
+                cons.seq_off,
+                self.keep_a,
+                self.keep_b,
+                self.w_a,
+                self.w_b,
+                weights,
+            )
         self.open_a = self._costs(both_a, self.w_a, scoring)
         self.open_b = self._costs(both_b, self.w_b, scoring)
         ka, kb = self.keep_a, self.keep_b
@@ -133,6 +150,21 @@ def _apply(codes, cand, ops, gap):
     return out
 
 
+class _Cons:
+    """A job's library with the residue layout of its current alignment."""
+
+    def __init__(self, lib, weight, gap):
+        self.lib, self.weight, self.gap = lib, weight, gap
+
+    def update(self, codes):
+        residue = codes != self.gap
+        counts = residue.sum(1)
+        self.seq_off = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
+        cols = torch.arange(codes.shape[1], device=codes.device).expand_as(codes)
+        self.res_col = cols[residue]
+        return self
+
+
 def refine(
     codes: torch.Tensor,
     tree,
@@ -141,6 +173,8 @@ def refine(
     gap: int,
     max_rounds: int = 8,
     backend: str = "auto",
+    library=None,
+    consistency_weight: int = 0,
 ) -> tuple[torch.Tensor, int]:
     """Refine ``codes`` (``uint8 [N, C]``); returns the new codes and the edges applied.
 
@@ -152,17 +186,23 @@ def refine(
         gap: the gap code.
         max_rounds: at most this many rounds (each: one batch over all edges plus follow-ups).
         backend: DP backend.
+        library: optional :class:`torchmsa.consistency.Library` of the job: its consistency
+            (times ``consistency_weight``) joins the objective (accurate mode).
     """
     groups = [
         torch.tensor(np.array(g), dtype=torch.int64, device=codes.device) for g in partitions(tree)
     ]
     weights = weights.to(codes.device)
+    cons = _Cons(library, consistency_weight, gap) if library is not None else None
     applied = 0
     for _ in range(max_rounds):
         if not groups:
             break
         codes_np, weights_np = codes.cpu().numpy(), weights.cpu().numpy()
-        cands = [_Candidate(codes, codes_np, g, weights, weights_np, scoring, gap) for g in groups]
+        now = cons.update(codes) if cons is not None else None
+        cands = [
+            _Candidate(codes, codes_np, g, weights, weights_np, scoring, gap, now) for g in groups
+        ]
         results = _align_batch(cands, scoring.gap_extend, backend)
         gains = [(score - c.old) * c.w_a * c.w_b for c, (score, _) in zip(cands, results)]
         order = [
@@ -175,8 +215,9 @@ def refine(
         codes = _apply(codes, cands[order[0]], results[order[0]][1], gap)
         applied += 1
         for k in order[1 : 1 + FOLLOW_UPS]:
+            now = cons.update(codes) if cons is not None else None
             cand = _Candidate(
-                codes, codes.cpu().numpy(), groups[k], weights, weights_np, scoring, gap
+                codes, codes.cpu().numpy(), groups[k], weights, weights_np, scoring, gap, now
             )
             score, ops = _align_batch([cand], scoring.gap_extend, backend)[0]
             if score > cand.old:

@@ -11,91 +11,103 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torchmsa._triton import dp_plan
 from torchmsa._triton.dp_fill import _dp_fill_kernel
-from torchmsa._triton.dp_traceback import _dp_traceback_kernel
+from torchmsa._triton.dp_query import _query_profile_kernel
+from torchmsa._triton.dp_traceback import _dp_traceback_kernel, _ops_forward_kernel
 
 __all__ = ["pairwise_score", "pairwise_align", "profile_align"]
 
 TB = 32  # pairs per traceback program (one lane each)
+OPS_BLOCK = 256  # ops per program of the forward copy
+QP_WORDS = 64  # query-profile words per program
 
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _query_profile(codes_a, idx, width, matrix, eb):
-    """``(int32 [len(idx), A, WPR], WPR)``: ``32 // eb`` rows of ``matrix[a[i], :]`` a word.
-
-    Rows past a sequence's end (up to ``width``) score 0; the fill kernel reads them for lanes
-    whose strip lies beyond ``n`` and discards what they compute.
-    """
-    per = 32 // eb
-    dtype = {8: torch.int8, 16: torch.int16, 32: torch.int32}[eb]
-    A = matrix.shape[0]
-    filled = min(width, codes_a.shape[1])
-    codes = codes_a[idx, :filled].long().clamp_(max=A - 1)
+def _query_profile(args: dp_plan.Args, order: torch.Tensor, width: int):
+    """``(int32 [len(order), A, WPR], WPR)``: the query profiles (see ``dp_query.py``) of the
+    pairs ``order`` with ``width`` rows, scores shifted by ``+ gap_open`` (the fill kernel's
+    lanes keep ``H - gap_open``)."""
+    per = 32 // args.eb
+    A = args.matrix.shape[0]
     wpr = max(1, _cdiv(width, per))
-    qp = torch.zeros((len(idx), A, wpr * per), dtype=dtype, device=codes_a.device)
-    qp[:, :, :filled] = matrix.to(dtype)[codes].transpose(1, 2)
-    return qp.view(torch.int32), wpr
+    qp = torch.empty((len(order), A, wpr), dtype=torch.int32, device=order.device)
+    _query_profile_kernel[(len(order), _cdiv(wpr, QP_WORDS))](
+        args.codes_a, args.codes_a.shape[1], args.n, order, args.matrix, args.gap_open, qp, A,
+        wpr, EB=args.eb, BW=QP_WORDS,
+    )  # fmt: skip
+    return qp, wpr
 
 
 def _prepare(args: dp_plan.Args, trace: bool):
-    """Buffers and kernel launches for every chunk of the plan.
+    """Outputs and kernel launches for every chunk of the plan.
 
     Returns:
         ``(fill_out int32 [P, 3], tb_out int32 [P, 3] or None, launches)``: calling each of
         ``launches`` in order fills the two outputs and returns the compiled kernel (the
-        benchmark times them alone and reads their register counts).
+        benchmark times them alone and reads their register counts). A chunk's buffers are
+        allocated when its fill runs and dropped after its traceback, so only one chunk's
+        buffers exist at a time.
     """
     launch = dp_plan.plan(args, trace)
     dev = args.n.device
     P = args.n.shape[0]
     fill_out = torch.empty((P, 3), dtype=torch.int32, device=dev)
     tb_out = torch.empty((P, 3), dtype=torch.int32, device=dev) if trace else None
-    calls: list[Callable[[], None]] = []
+    tmp = torch.empty_like(args.ops) if trace else None  # backward ops, shared by the chunks
+    calls: list[Callable[[], object]] = []
     for chunk in launch.chunks:
-        calls += _chunk_calls(args, launch, chunk, fill_out, tb_out, trace)
+        calls += _chunk_calls(args, launch, chunk, fill_out, tb_out, tmp)
     return fill_out, tb_out, calls
 
 
-def _chunk_calls(args, launch, chunk, fill_out, tb_out, trace):
+def _chunk_calls(args, launch, chunk, fill_out, tb_out, tmp):
+    """``[fill]`` or ``[fill, traceback]`` launches of one chunk (``tmp`` given: traceback)."""
     dev = args.n.device
-    P = args.n.shape[0]
     cfg = chunk.config
-    order = torch.as_tensor(chunk.order, dtype=torch.int32, device=dev)
+    trace = tmp is not None
+    # one copy to the device: pair index, direction-bit and horizontal-buffer offsets by slot
+    meta = torch.from_numpy(np.stack([chunk.order, chunk.tr_off, chunk.hb_off])).to(dev)
+    order, tr_off, hb_off = meta[0], meta[1], meta[2]
     count = len(chunk.order)
-    if args.profile:
-        sc, sc_off, wpr, a_count, eb = args.S, args.s_off, 1, 1, 32
-    else:
-        sc, wpr = _query_profile(args.codes_a, order.long(), chunk.width_a, args.matrix, args.eb)
-        a_count, eb = args.matrix.shape[0], args.eb
-        local = torch.zeros(P, dtype=torch.int64, device=dev)
-        local[order.long()] = torch.arange(count, device=dev)
-        sc_off = local * (a_count * wpr)
-    hb_off = torch.as_tensor(chunk.hb_off, dtype=torch.int64, device=dev)
-    hb_h = torch.empty(max(1, chunk.hb_size), dtype=torch.int32, device=dev)
-    hb_f = torch.empty_like(hb_h)
-    tr_off = torch.as_tensor(chunk.tr_off, dtype=torch.int64, device=dev)
-    tr = torch.empty(max(1, chunk.tr_size if trace else 1), dtype=torch.int32, device=dev)
+    tune = {} if cfg.maxnreg is None else {"maxnreg": cfg.maxnreg}
+    bits = {}
 
     def fill():
+        if args.profile:
+            sc, sc_off, wpr, a_count, eb = args.S, args.s_off, 1, 1, 32
+        else:
+            sc, wpr = _query_profile(args, order, chunk.width_a)
+            sc_off, a_count, eb = order, args.matrix.shape[0], args.eb
+        hb_h = torch.empty(max(1, chunk.hb_size), dtype=torch.int32, device=dev)
+        hb_f = torch.empty_like(hb_h)
+        tr = torch.empty(max(1, chunk.tr_size if trace else 1), dtype=torch.int32, device=dev)
+        bits["tr"] = tr
         return _dp_fill_kernel[(_cdiv(count, cfg.pb),)](
             sc, sc_off, args.codes_b, args.b_stride, args.n, args.m,
             args.open_a, args.close_a, args.a_off, args.open_b, args.close_b, args.b_off,
             args.gap_open, args.ext, hb_h, hb_f, hb_off, tr, tr_off, order, fill_out,
             count, wpr, a_count,
             MODE=args.mode, PROFILE=args.profile, TRACE=trace, Q=cfg.q, R=cfg.r, PB=cfg.pb,
-            EB=eb, PACKED=launch.packed, num_warps=cfg.num_warps,
+            EB=eb, PACKED=launch.packed, num_warps=cfg.num_warps, **tune,
         )  # fmt: skip
 
     def traceback():
-        return _dp_traceback_kernel[(_cdiv(count, TB),)](
-            tr, tr_off, args.n, args.m, fill_out, args.ops, args.ops_off, tb_out, order, count,
+        tr = bits.pop("tr")
+        kernel = _dp_traceback_kernel[(_cdiv(count, TB),)](
+            tr, tr_off, args.n, args.m, fill_out, tmp, args.ops_off, tb_out, order, count,
             MODE=args.mode, R=cfg.r, TB=TB, num_warps=1,
         )  # fmt: skip
+        _ops_forward_kernel[(count, _cdiv(max(1, chunk.longest), OPS_BLOCK))](
+            tmp, args.ops, args.ops_off, args.n, args.m, tb_out, order, BLOCK=OPS_BLOCK,
+            num_warps=2,
+        )  # fmt: skip
+        return kernel
 
     return [fill, traceback] if trace else [fill]
 

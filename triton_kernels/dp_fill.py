@@ -19,9 +19,14 @@ Direction bits (``TRACE``): the 4-bit code of ``cpu/dp.py`` (H source in bits 0-
 column: the word of cell ``(i, j)``, ``i, j >= 1``, is
 ``tr[tr_off + ((i - 1) // R * m + j - 1) * NW + (i - 1) % R // 8]``.
 
-Scores: pairwise alignment reads a query profile ``qp [P, A, WPR] int32`` whose words pack
-``32 // EB`` consecutive rows of ``matrix[a[i], b]`` as ``EB``-bit integers; profile alignment
-reads the packed ``int32`` column-score matrices.
+Scores: pairwise alignment reads a query profile (``dp_query.py``) whose ``int32`` words pack
+``32 // EB`` consecutive rows of ``matrix[a[i], b] + gap_open``, and keeps ``G = H - gap_open``
+in its lanes (one subtraction per cell serves both gap openings); profile alignment reads the
+packed ``int32`` column-score matrices and keeps H.
+
+Best cells (local, and row ``n`` in semiglobal mode) are tracked per row; with ``PACKED`` as
+one key ``h * 2**14 - j`` whose maximum is the first maximum (the launcher checks that
+``|H| < 2**17`` and ``m < 2**14``), else as a value and a column.
 """
 
 from __future__ import annotations
@@ -117,7 +122,12 @@ def _step(
     PACKED: tl.constexpr,
     MASKED: tl.constexpr,
 ):
-    """One column of a lane's strip: new ``(hl, ee, bs, bj, diag, out_h, out_f, words)``."""
+    """One column of a lane's strip: new ``(hl, ee, bs, bj, diag, out_h, out_f, words)``.
+
+    Pairwise runs keep ``G = H - gap_open`` in ``hl``, ``diag``, ``up_h`` (and the scores
+    include ``+ gap_open``): both gap openings then read G as it is and each cell pays one
+    subtraction instead of two. Profile runs keep H (their opening costs vary).
+    """
     d = diag
     hu = up_h
     fu = up_f
@@ -134,8 +144,8 @@ def _step(
             e_open = hl[k] - oa[k]
             f_open = hu - ob
         else:
-            e_open = hl[k] - oa
-            f_open = hu - ob
+            e_open = hl[k]
+            f_open = hu
         e = tl.maximum(e_ext, e_open)
         f = tl.maximum(f_ext, f_open)
         if PROFILE:
@@ -174,6 +184,8 @@ def _step(
                     upd = upd & act
                 n_bs = n_bs + (tl.where(upd, h, bs[k]),)
                 n_bj = n_bj + (tl.where(upd, j, bj[k]),)
+        if not PROFILE:
+            h = h - oa
         d = hl[k]
         if MASKED:
             n_hl = n_hl + (tl.where(act, h, hl[k]),)
@@ -192,6 +204,72 @@ def _step(
     else:
         diag = up_h
     return n_hl, n_ee, n_bs, n_bj, diag, hu, fu, words
+
+
+@triton.jit
+def _merge_rows(
+    res, hl, bs, bj, r0, n_p, off, R: tl.constexpr, MODE: tl.constexpr, PACKED: tl.constexpr
+):
+    """Fold a finished strip into a lane's running results, rows in ascending order.
+
+    ``res = (lb, li, lj, cv, ci, rv, rj, gs)``: the local best ``(value, i, j)``; the
+    semiglobal best of the last column ``(value, i)`` and the best of row ``n`` ``(value, j)``;
+    the global ``H[n, m]``. ``hl`` holds ``H[i, m] - off`` of the strip's rows.
+    """
+    lb, li, lj, cv, ci, rv, rj, gs = res
+    for k in tl.static_range(R):
+        i = r0 + 1 + k
+        if PACKED:
+            b_val = (bs[k] + (KEY - 1)) >> KEY_BITS
+            b_col = b_val * KEY - bs[k]
+        else:
+            b_val = bs[k]
+            b_col = bj[k]
+        if MODE == LOCAL:
+            upd = (i <= n_p) & (b_val > lb)
+            lb = tl.where(upd, b_val, lb)
+            li = tl.where(upd, i, li)
+            lj = tl.where(upd, b_col, lj)
+        elif MODE == SEMIGLOBAL:
+            upd = (i < n_p) & (hl[k] + off > cv)
+            cv = tl.where(upd, hl[k] + off, cv)
+            ci = tl.where(upd, i, ci)
+            rv = tl.where(i == n_p, b_val, rv)
+            rj = tl.where(i == n_p, b_col, rj)
+        else:
+            gs = tl.where(i == n_p, hl[k] + off, gs)
+    return lb, li, lj, cv, ci, rv, rj, gs
+
+
+@triton.jit
+def _finish(res, n_1, m_1, m_p, oa0, ca0, ext, MODE: tl.constexpr):
+    """``(score, end_i, end_j)`` of each pair (``[PB]``) from its lanes' results (``[PB, Q]``).
+
+    Ties go to the smallest row (rows belong to one lane each), then to the lane's column.
+    """
+    lb, li, lj, cv, ci, rv, rj, gs = res
+    if MODE == LOCAL:
+        score = tl.max(lb, axis=1)
+        hit = lb == score[:, None]
+        end_i = tl.min(tl.where(hit, li, BIG), axis=1)
+        end_j = tl.max(tl.where(hit & (li == end_i[:, None]), lj, -1), axis=1)
+    elif MODE == SEMIGLOBAL:
+        c_best = tl.max(cv, axis=1)
+        c_i = tl.min(tl.where(cv == c_best[:, None], ci, BIG), axis=1)
+        r_best = tl.max(rv, axis=1)
+        r_j = tl.max(tl.where(rv == r_best[:, None], rj, -1), axis=1)
+        use_col = c_best >= r_best  # the last column's cells come first
+        empty = n_1 == 0
+        score = tl.where(empty, 0, tl.where(use_col, c_best, r_best))
+        end_i = tl.where(empty, 0, tl.where(use_col, c_i, n_1))
+        end_j = tl.where(empty, 0, tl.where(use_col, m_1, r_j))
+    else:
+        h_nm = tl.max(gs, axis=1)
+        row0_m = tl.max(_boundary(m_p, oa0, ca0, ext, MODE), axis=1)
+        score = tl.where(n_1 == 0, row0_m, h_nm)
+        end_i = n_1
+        end_j = m_1
+    return score, end_i, end_j
 
 
 @triton.jit
@@ -242,7 +320,10 @@ def _dp_fill_kernel(
     q = tl.arange(0, Q)[None, :]  # [1, Q]
     zero = tl.zeros([PB, Q], tl.int32)
     src_lane = tl.maximum(q - 1, 0) + zero
-    s_base = tl.load(sc_off_ptr + p, mask=m_slot, other=0)[:, None]
+    if PROFILE:
+        s_base = tl.load(sc_off_ptr + p, mask=m_slot, other=0)[:, None]
+    else:
+        s_base = (o_slot * A * WPR)[:, None]  # the query profile is in slot order
     if PROFILE:
         a_base = tl.load(a_off_ptr + p, mask=m_slot, other=0)[:, None]
         b_base = tl.load(b_off_ptr + p, mask=m_slot, other=0)[:, None]
@@ -250,40 +331,33 @@ def _dp_fill_kernel(
         ca0 = tl.load(ca_ptr + a_base, mask=m_slot[:, None], other=0)
         ob0 = tl.load(ob_ptr + b_base, mask=m_slot[:, None], other=0)
         cb0 = tl.load(cb_ptr + b_base, mask=m_slot[:, None], other=0)
+        off = 0
     else:
         b_base = p[:, None] * b_stride
         oa0 = gap_open
         ca0 = 0
         ob0 = gap_open
         cb0 = 0
-    hb_base = tl.load(hb_off_ptr + p, mask=m_slot, other=0)[:, None]
+        off = gap_open  # the lanes keep G = H - gap_open (see _step)
+    hb_base = tl.load(hb_off_ptr + o_slot, mask=m_slot, other=0)[:, None]
     if TRACE:
-        tr_base = tl.load(tr_off_ptr + p, mask=m_slot, other=0)[:, None]
+        tr_base = tl.load(tr_off_ptr + o_slot, mask=m_slot, other=0)[:, None]
     m_max = tl.max(m_1, axis=0)
     m_min = tl.min(tl.where(m_slot, m_1, BIG), axis=0)
     n_pass = tl.max(tl.cdiv(n_1, Q * R), axis=0)
     steady_end = tl.maximum(m_min, Q - 1)
 
-    # running results of each lane: local best (lb, li, lj); semiglobal last column (cv, ci)
-    # and last row (rv, rj); global H[n, m] (gs)
-    lb = zero
-    li = zero
-    lj = zero
-    cv = zero
-    ci = zero
-    rv = zero + NEG
-    rj = zero
-    gs = zero + NEG
+    res = (zero, zero, zero, zero, zero, zero + NEG, zero, zero + NEG)  # see _merge_rows
     for kp in range(0, n_pass):
         strip = kp * Q + q
         r0 = strip * R + zero  # interior row index (DP row r0 + 1) of the strip's first row
-        diag = _boundary(r0, ob0, cb0, ext, MODE)
+        diag = _boundary(r0, ob0, cb0, ext, MODE) - off
         hl = ()
         ee = ()
         bs = ()
         bj = ()
         for k in tl.static_range(R):
-            hl = hl + (_boundary(r0 + 1 + k, ob0, cb0, ext, MODE),)
+            hl = hl + (_boundary(r0 + 1 + k, ob0, cb0, ext, MODE) - off,)
             ee = ee + (zero + NEG,)
             bs = bs + (zero,)
             bj = bj + (zero,)
@@ -325,7 +399,7 @@ def _dp_fill_kernel(
                 m_hb = lane0 & act & (kp > 0)
                 hb_h = tl.load(hb_h_ptr + hb_base + (j - 1), mask=m_hb, other=0)
                 hb_f = tl.load(hb_f_ptr + hb_base + (j - 1), mask=m_hb, other=0)
-                row0 = _boundary(j, oa0, ca0, ext, MODE)
+                row0 = _boundary(j, oa0, ca0, ext, MODE) - off
                 up_h = tl.where(lane0, tl.where(first, row0, hb_h), g_h)
                 up_f = tl.where(lane0, tl.where(first, NEG, hb_f), g_f)
                 if PROFILE:
@@ -353,50 +427,8 @@ def _dp_fill_kernel(
                         tl.store(tr_ptr + o_tr + w, words[w], mask=m_tr)
         # the horizontal buffer is read by another thread in the next pass
         tl.debug_barrier()
-        for k in tl.static_range(R):
-            i = r0 + 1 + k
-            ok = i <= n_p
-            if PACKED:
-                b_val = (bs[k] + (KEY - 1)) >> KEY_BITS
-                b_col = b_val * KEY - bs[k]
-            else:
-                b_val = bs[k]
-                b_col = bj[k]
-            if MODE == LOCAL:
-                upd = ok & (b_val > lb)
-                lb = tl.where(upd, b_val, lb)
-                li = tl.where(upd, i, li)
-                lj = tl.where(upd, b_col, lj)
-            elif MODE == SEMIGLOBAL:
-                upd = (i < n_p) & (hl[k] > cv)
-                cv = tl.where(upd, hl[k], cv)
-                ci = tl.where(upd, i, ci)
-                rv = tl.where(i == n_p, b_val, rv)
-                rj = tl.where(i == n_p, b_col, rj)
-            else:
-                gs = tl.where(i == n_p, hl[k], gs)
-
-    if MODE == LOCAL:
-        score = tl.max(lb, axis=1)
-        hit = lb == score[:, None]
-        end_i = tl.min(tl.where(hit, li, BIG), axis=1)
-        end_j = tl.max(tl.where(hit & (li == end_i[:, None]), lj, -1), axis=1)
-    elif MODE == SEMIGLOBAL:
-        c_best = tl.max(cv, axis=1)
-        c_i = tl.min(tl.where(cv == c_best[:, None], ci, BIG), axis=1)
-        r_best = tl.max(rv, axis=1)
-        r_j = tl.max(tl.where(rv == r_best[:, None], rj, -1), axis=1)
-        use_col = c_best >= r_best
-        empty = n_1 == 0
-        score = tl.where(empty, 0, tl.where(use_col, c_best, r_best))
-        end_i = tl.where(empty, 0, tl.where(use_col, c_i, n_1))
-        end_j = tl.where(empty, 0, tl.where(use_col, m_1, r_j))
-    else:
-        h_nm = tl.max(gs, axis=1)
-        row0_m = tl.max(_boundary(m_p + zero, oa0, ca0, ext, MODE), axis=1)
-        score = tl.where(n_1 == 0, row0_m, h_nm)
-        end_i = n_1
-        end_j = m_1
+        res = _merge_rows(res, hl, bs, bj, r0, n_p, off, R, MODE, PACKED)
+    score, end_i, end_j = _finish(res, n_1, m_1, m_p + zero, oa0, ca0, ext, MODE)
     tl.store(out_ptr + p * 3, score, mask=m_slot)
     tl.store(out_ptr + p * 3 + 1, end_i, mask=m_slot)
     tl.store(out_ptr + p * 3 + 2, end_j, mask=m_slot)

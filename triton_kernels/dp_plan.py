@@ -17,13 +17,17 @@ import torch
 from torchmsa.errors import ArgumentError, ResourceError
 
 MODES = (0, 1, 2)
-Q_CHOICES = (4, 16, 32)  # a short menu: every launch shape is one more kernel to compile
+# a short menu: every launch shape is one more kernel to compile; past 32 lanes a pair spans
+# warps and the lanes trade rows through shared memory with barriers (XWARP_COST per step)
+Q_CHOICES = (4, 16, 32, 64, 128)
+XWARP_COST = 8
 R_CHOICES = (4, 8, 12, 16, 20, 24)
 # rows per lane past which the kernel spills registers on sm_90 (the traceback variant keeps
 # the direction bits, the profile variant two gap costs per row)
 R_MAX_TRACE = 16
 R_MAX_PROFILE = 8
 STEP_COST = 6  # per-step work besides the R cells, in cell updates (shuffles, loads, masks)
+PASS_SLACK = 1.1
 CPU_BUDGET = 1 << 30  # bytes of buffers per launch when the tensors live on the CPU
 CUDA_BUDGET_FRACTION = 0.5  # of the free device memory
 FORCE_CONFIG: Config | None = None  # tests pin a launch shape with this
@@ -34,17 +38,19 @@ KEY_COLUMN_LIMIT = 1 << 14
 
 @dataclass(frozen=True)
 class Config:
-    """Launch shape: ``q`` lanes per pair, ``r`` rows per lane, ``pb`` pairs per program."""
+    """Launch shape: ``q`` lanes per pair, ``r`` rows per lane, ``pb`` pairs per program;
+    ``maxnreg`` caps registers per thread (more resident warps), ``None`` leaves it to ptxas."""
 
     q: int
     r: int
     pb: int
     num_warps: int = 1
+    maxnreg: int | None = None
 
 
 @dataclass
 class Chunk:
-    """One launch: pairs ``order`` (global indices), shape, buffer offsets (``[P]`` int64)."""
+    """One launch: pairs ``order`` (global indices), shape, buffer offsets by slot (words)."""
 
     order: np.ndarray
     config: Config
@@ -53,6 +59,7 @@ class Chunk:
     hb_size: int
     tr_off: np.ndarray
     tr_size: int
+    longest: int  # largest n + m
 
 
 @dataclass
@@ -77,6 +84,7 @@ class Args:
     b_stride: int
     matrix: torch.Tensor
     eb: int
+    vmax: int
     gap_open: int
     ext: int
     S: torch.Tensor
@@ -100,11 +108,16 @@ def _mode(mode) -> int:
     return int(mode)
 
 
-def _element_bits(matrix: torch.Tensor) -> int:
+def _range(scores: torch.Tensor) -> tuple[int, int]:
+    """``(lowest, highest)`` score (one device sync); ``(0, 0)`` when empty."""
+    if scores.numel() == 0:
+        return 0, 0
+    lo, hi = torch.stack(torch.aminmax(scores)).tolist()
+    return lo, hi
+
+
+def _element_bits(lo: int, hi: int) -> int:
     """Narrowest of 8 / 16 / 32 bits that holds every substitution score."""
-    if matrix.numel() == 0:
-        return 8
-    lo, hi = int(matrix.min()), int(matrix.max())
     for bits in (8, 16):
         if -(1 << (bits - 1)) <= lo and hi < (1 << (bits - 1)):
             return bits
@@ -116,6 +129,7 @@ def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode
     i32 = torch.zeros(1, dtype=torch.int32, device=dev)
     i64 = torch.zeros(1, dtype=torch.int64, device=dev)
     mat = matrix.to(device=dev, dtype=torch.int32).contiguous()
+    lo, hi = _range(mat)  # the query profile holds matrix + gap_open
     codes_b = codes_b.to(device=dev, dtype=torch.uint8).contiguous()
     if codes_b.shape[1] == 0:
         codes_b = torch.zeros((codes_b.shape[0], 1), dtype=torch.uint8, device=dev)
@@ -128,7 +142,8 @@ def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode
         codes_b=codes_b,
         b_stride=codes_b.shape[1],
         matrix=mat,
-        eb=_element_bits(mat),
+        eb=_element_bits(lo + int(gap_open), hi + int(gap_open)),
+        vmax=max(-lo, hi),
         gap_open=int(gap_open),
         ext=int(gap_extend),
         S=i32,
@@ -144,6 +159,7 @@ def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode
 
 def profile_args(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode):
     dev = S.device
+    lo, hi = _range(S)
 
     def i32(t):
         t = t.to(device=dev, dtype=torch.int32).contiguous()
@@ -162,6 +178,7 @@ def profile_args(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off,
         b_stride=1,
         matrix=torch.zeros((1, 1), dtype=torch.int32, device=dev),
         eb=32,
+        vmax=max(-lo, hi),
         gap_open=0,
         ext=int(ext),
         S=i32(S),
@@ -186,22 +203,25 @@ def choose_config(n: int, m: int, n_pairs: int, lanes: int, r_max: int) -> Confi
     """The launch shape of least modelled time for pairs of about ``n x m`` cells.
 
     Time ~ passes * (m + q - 1) steps * (r + STEP_COST) per step * waves of lanes, where a
-    pass covers ``q * r`` rows and ``waves = max(1, n_pairs * q / lanes)``.
+    pass covers ``q * r`` rows and ``waves = max(1, n_pairs * q / lanes)``. A shape with fewer
+    passes wins within ``PASS_SLACK`` of the best (the H200 sweep in NOTES-dp.md: one-pass
+    traceback shapes ran 14% faster than two-pass ones of equal modelled time).
     """
     if FORCE_CONFIG is not None:
         return FORCE_CONFIG
-    best = None
+    shapes = []
     for q in Q_CHOICES:
-        for r in R_CHOICES:
-            if r > r_max:
-                continue
+        for r in (r for r in R_CHOICES if r <= r_max):
             passes = max(1, -(-n // (q * r)))
-            cost = passes * (m + q - 1) * (r + STEP_COST) * max(1.0, n_pairs * q / lanes)
-            if best is None or cost < best[0]:
-                best = (cost, q, r)
-    _, q, r = best
+            step = r + STEP_COST + (XWARP_COST if q > 32 else 0)
+            cost = passes * (m + q - 1) * step * max(1.0, n_pairs * q / lanes)
+            shapes.append((cost, passes, q, r))
+    best = min(shapes)[0]
+    _, _, q, r = min((p, c, q, r) for c, p, q, r in shapes if c <= best * PASS_SLACK)
     pb = max(1, 32 // q)
-    return Config(q=q, r=r, pb=pb, num_warps=max(1, pb * q // 32))
+    # capping registers at 128 lets 16 warps per multiprocessor in: +5% for r = 20 score-only
+    cap = 128 if r_max > R_MAX_TRACE and 16 <= r <= 20 else None
+    return Config(q=q, r=r, pb=pb, num_warps=max(1, pb * q // 32), maxnreg=cap)
 
 
 def _budget(dev: torch.device) -> int:
@@ -214,76 +234,80 @@ def _budget(dev: torch.device) -> int:
 def plan(args: Args, trace: bool) -> Launch:
     """Group, sort and chunk the pairs of ``args`` into launches."""
     dev = args.n.device
-    n = args.n.cpu().numpy().astype(np.int64)
-    m = args.m.cpu().numpy().astype(np.int64)
+    n, m = torch.stack([args.n, args.m]).cpu().numpy().astype(np.int64)
     P = len(n)
+    _check_lengths(args, n, m)
     lanes = _lanes(dev)
     budget = _budget(dev)
-    A = args.matrix.shape[0]
-    per = 32 // args.eb
     # launch shapes by length class (factors of 4) on a GPU; one class on the CPU (the
     # interpreter pays per launch, not per lane)
     group = np.ceil(np.log2(np.maximum(n, 1)) / 2).astype(np.int64) if dev.type == "cuda" else 0 * n
     launch = Launch(packed=_packed(args, n, m))
+    r_max = R_MAX_PROFILE if args.profile else R_MAX_TRACE if trace else max(R_CHOICES)
     for g in np.unique(group):
         members = np.nonzero(group == g)[0]
-        r_max = R_MAX_PROFILE if args.profile else R_MAX_TRACE if trace else max(R_CHOICES)
         cfg = choose_config(int(n[members].max()), int(np.ceil(m[members].mean())), P, lanes, r_max)
         passes = -(-n[members] // (cfg.q * cfg.r))
         sort = np.lexsort((n[members], m[members], passes))
         members, passes = members[sort], passes[sort]
-        nw = -(-cfg.r // 8)
-        tr_need = (-(-n[members] // cfg.r)) * m[members] * nw * 4 if trace else 0 * n[members]
-        hb_need = np.where(passes > 1, m[members], 0)
+        width = max(1, int(passes.max()) * cfg.q * cfg.r)  # query-profile rows programs read
+        tr = (-(-n[members] // cfg.r)) * m[members] * (-(-cfg.r // 8)) if trace else 0 * passes
+        hb = np.where(passes > 1, m[members], 0)
+        qp = 0 if args.profile else args.matrix.shape[0] * -(-width // (32 // args.eb))
+        need = 4 * (tr + 2 * hb + qp) + 64  # bytes per pair
+        ends = np.cumsum(need)
         start = 0
-        rows = passes * cfg.q * cfg.r  # query-profile rows a program may read
         while start < len(members):
-            stop, used, width = start, 0, 0
-            while stop < len(members):
-                w = max(width, int(rows[stop]))
-                qp = 0 if args.profile else A * max(1, -(-w // per)) * 4 * (stop - start + 1)
-                need = int(tr_need[stop]) + 8 * int(hb_need[stop]) + 64
-                if used + need + qp > budget:
-                    break
-                used, width, stop = used + need, w, stop + 1
+            base = ends[start - 1] if start else 0
+            stop = int(np.searchsorted(ends, base + budget, side="right"))
             if stop == start:
                 p = int(members[start])
                 raise ResourceError(
                     f"DP of pair {p} ({n[p]} x {m[p]} cells)",
-                    int(tr_need[start]) + 8 * int(hb_need[start]),
+                    int(need[start]),
                     budget,
-                    "align shorter sequences, free device memory, or use traceback=False",
+                    "align shorter sequences or free device memory (score-only runs store no "
+                    "direction bits)",
                 )
-            idx = members[start:stop]
-            launch.chunks.append(
-                _chunk(idx, cfg, width, tr_need[start:stop], hb_need[start:stop], P)
-            )
+            part = slice(start, stop)
+            idx = members[part]
+            chunk = _chunk(idx, cfg, width, tr[part], hb[part], int(np.max(n[idx] + m[idx])))
+            launch.chunks.append(chunk)
             start = stop
     return launch
+
+
+def _check_lengths(args: Args, n: np.ndarray, m: np.ndarray) -> None:
+    """Lengths must lie inside the code tensors (pairwise) or at least be non-negative."""
+    widths = (None, None) if args.profile else (args.codes_a.shape[1], args.b_stride)
+    for name, lengths, width in (("len_a", n, widths[0]), ("len_b", m, widths[1])):
+        bad = np.nonzero((lengths < 0) | (width is not None and lengths > width))[0]
+        if len(bad):
+            p = int(bad[0])
+            limit = "must not be negative" if width is None else f"must lie in 0..{width}"
+            raise ArgumentError(
+                f"`{name}[{p}]` is {lengths[p]} but {limit} (the codes tensor's width); pass "
+                f"each pair's true length"
+            )
 
 
 def _packed(args: Args, n: np.ndarray, m: np.ndarray) -> bool:
     """Whether every H of the call fits a packed key (``|H| <= max|S| * min(n, m)``)."""
     if not PACKED_TRACKING or args.mode == 0 or len(n) == 0:
         return False
-    scores = args.S if args.profile else args.matrix
-    vmax = int(scores.abs().max()) if scores.numel() else 0
     longest = int(np.max(np.minimum(n, m)))
-    return int(m.max()) < KEY_COLUMN_LIMIT and vmax * longest < KEY_SCORE_LIMIT
+    return int(m.max()) < KEY_COLUMN_LIMIT and args.vmax * longest < KEY_SCORE_LIMIT
 
 
-def _chunk(idx, cfg, width, tr_need, hb_need, P) -> Chunk:
-    tr_off = np.zeros(P, np.int64)
-    hb_off = np.zeros(P, np.int64)
-    tr_words = np.asarray(tr_need, np.int64) // 4
-    tr_off[idx] = np.concatenate([[0], np.cumsum(tr_words)[:-1]])
-    hb_off[idx] = np.concatenate([[0], np.cumsum(hb_need)[:-1]])
+def _chunk(idx, cfg, width, tr_words, hb_words, longest) -> Chunk:
+    """A launch over pairs ``idx``; buffer offsets in words, by slot (position in ``idx``)."""
     return Chunk(
-        order=idx.astype(np.int32),
+        order=idx.astype(np.int64),
         config=cfg,
-        width_a=max(1, width),
-        hb_off=hb_off,
-        hb_size=int(np.sum(hb_need)),
-        tr_off=tr_off,
+        width_a=width,
+        hb_off=np.cumsum(hb_words) - hb_words,
+        hb_size=int(np.sum(hb_words)),
+        tr_off=np.cumsum(tr_words) - tr_words,
         tr_size=int(np.sum(tr_words)),
+        longest=longest,
     )

@@ -2,8 +2,9 @@
 
 The walk is ``_traceback`` of ``torchmsa/cpu/dp.py`` step for step: the semiglobal end gaps,
 then the state machine over H / F ("up") / E ("left"), then (global and semiglobal) the gaps
-to the corner. Ops are written backwards from the end of the pair's region of ``n + m`` bytes,
-then moved to its start in forward order; the rest of the region is zeroed.
+to the corner. The walk writes ops backwards from the end of the pair's region of ``n + m``
+bytes in a scratch buffer; ``_ops_forward_kernel`` then copies them, all pairs and positions
+in parallel, to the start of the pair's (zeroed) region of the output in forward order.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _dp_traceback_kernel(
     m = tl.load(m_ptr + p, mask=valid, other=0)
     ei = tl.load(end_ptr + p * 3 + 1, mask=valid, other=0)
     ej = tl.load(end_ptr + p * 3 + 2, mask=valid, other=0)
-    tr_base = tl.load(tr_off_ptr + p, mask=valid, other=0)
+    tr_base = tl.load(tr_off_ptr + o_slot, mask=valid, other=0)
     o_ops = tl.load(ops_off_ptr + p, mask=valid, other=0)
     o_last = o_ops + (n + m - 1)  # ops go backwards from here
     k = n * 0
@@ -90,16 +91,21 @@ def _dp_traceback_kernel(
         k += n_tail
         si = i * 0
         sj = j * 0
-    # forward order: ops[o_ops + t] = ops[o_last - k + 1 + t]; ascending t never overwrites a
-    # source still to be read, since o_last - k + 1 >= o_ops
-    o_first = o_last - k + 1
-    for t in range(0, tl.max(k, axis=0)):
-        m_t = valid & (t < k)
-        v = tl.load(ops_ptr + o_first + t, mask=m_t, other=0)
-        tl.store(ops_ptr + o_ops + t, v, mask=m_t)
-    n_rest = n + m - k
-    for t in range(0, tl.max(n_rest, axis=0)):
-        tl.store(ops_ptr + o_ops + k + t, tl.zeros([TB], tl.uint8), mask=valid & (t < n_rest))
     tl.store(res_ptr + p * 3, k, mask=valid)
     tl.store(res_ptr + p * 3 + 1, si, mask=valid)
     tl.store(res_ptr + p * 3 + 2, sj, mask=valid)
+
+
+@triton.jit
+def _ops_forward_kernel(
+    tmp_ptr, ops_ptr, ops_off_ptr, n_ptr, m_ptr, res_ptr, order_ptr, BLOCK: tl.constexpr
+):
+    """``ops[o + t] = tmp[o + n + m - k + t]`` for ``t < k = n_ops``: one pair, ``BLOCK`` ops."""
+    slot = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    p = tl.load(order_ptr + slot).to(tl.int64)
+    k = tl.load(res_ptr + p * 3)
+    o_ops = tl.load(ops_off_ptr + p)
+    o_first = o_ops + tl.load(n_ptr + p) + tl.load(m_ptr + p) - k
+    m_t = t < k
+    tl.store(ops_ptr + o_ops + t, tl.load(tmp_ptr + o_first + t, mask=m_t), mask=m_t)

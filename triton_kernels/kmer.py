@@ -60,7 +60,15 @@ def _interpreted(t: torch.Tensor) -> bool:
 
 @triton.jit
 def _kmer_ids_fwd_kernel(
-    codes, lengths, reduced, ids, W, stride_c, stride_i, K: tl.constexpr, BASE: tl.constexpr,
+    codes,
+    lengths,
+    reduced,
+    ids,
+    W,
+    stride_c,
+    stride_i,
+    K: tl.constexpr,
+    BASE: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     # program (s, block of window starts)
@@ -119,8 +127,16 @@ def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tenso
     if n_seq:
         grid = (n_seq, triton.cdiv(width, IDS_BLOCK))
         _kmer_ids_fwd_kernel[grid](
-            codes, lengths, red.to(dev), ids, width, codes.stride(0), ids.stride(0),
-            K=int(k), BASE=base, BLOCK=IDS_BLOCK,
+            codes,
+            lengths,
+            red.to(dev),
+            ids,
+            width,
+            codes.stride(0),
+            ids.stride(0),
+            K=int(k),
+            BASE=base,
+            BLOCK=IDS_BLOCK,
         )
     ids = torch.sort(ids, dim=1).values
     return ids, (ids != PAD).sum(1, dtype=torch.int32)
@@ -128,8 +144,20 @@ def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tenso
 
 @triton.jit
 def _kmer_gemm_fwd_kernel(
-    xa, xb, out, M, N, K, stride_a, stride_b, stride_o, TRIANGLE: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    xa,
+    xb,
+    out,
+    M,
+    N,
+    K,
+    stride_a,
+    stride_b,
+    stride_o,
+    TRIANGLE: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
 ):
     # xa int8 [>= M rounded up to BLOCK_M, K], xb int8 [>= N rounded up to BLOCK_N, K]: zero
     # padded rows, K a multiple of BLOCK_K, so the loop loads without masks
@@ -181,16 +209,40 @@ def gemm_tile(xa, xb, out, m: int, n: int, triangle: bool = False, config=None) 
         return
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
     _kmer_gemm_fwd_kernel[grid](
-        xa, xb, out, m, n, xa.shape[1], xa.stride(0), xb.stride(0), out.stride(0),
-        TRIANGLE=triangle, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm,
-        num_warps=warps, num_stages=stages,
+        xa,
+        xb,
+        out,
+        m,
+        n,
+        xa.shape[1],
+        xa.stride(0),
+        xb.stride(0),
+        out.stride(0),
+        TRIANGLE=triangle,
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        GROUP_M=gm,
+        num_warps=warps,
+        num_stages=stages,
     )
 
 
 @triton.jit
 def _kmer_lists_fwd_kernel(
-    cols, n_keys, xt, out, M, NW, N, stride_c, stride_x, stride_o, TRIANGLE: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_W: tl.constexpr,
+    cols,
+    n_keys,
+    xt,
+    out,
+    M,
+    NW,
+    N,
+    stride_c,
+    stride_x,
+    stride_o,
+    TRIANGLE: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_W: tl.constexpr,
 ):
     # cols int32 [M, W]: each sequence's sorted key columns; xt int32 [K, NW]: X_b^T with
     # the 0/1 bytes of references 4w .. 4w + 3 in word w (little-endian)
@@ -247,8 +299,19 @@ def lists_tile(cols, n_keys, xt, out, n: int, triangle: bool = False) -> None:
     words = xt.view(torch.int32)
     grid = (triton.cdiv(m, bm), triton.cdiv(triton.cdiv(n, 4), bw))
     _kmer_lists_fwd_kernel[grid](
-        cols, n_keys, words, out, m, words.shape[1], n, cols.stride(0), words.stride(0),
-        out.stride(0), TRIANGLE=triangle, BLOCK_M=bm, BLOCK_W=bw,
+        cols,
+        n_keys,
+        words,
+        out,
+        m,
+        words.shape[1],
+        n,
+        cols.stride(0),
+        words.stride(0),
+        out.stride(0),
+        TRIANGLE=triangle,
+        BLOCK_M=bm,
+        BLOCK_W=bw,
     )
 
 
@@ -319,8 +382,17 @@ def pair_counts(ids_a, len_a, ids_b, len_b, p, q) -> torch.Tensor:
     sorted_out = torch.empty_like(out)
     grid = (triton.cdiv(p.numel(), PAIRS_BLOCK),)
     _kmer_pairs_fwd_kernel[grid](
-        ids_a, len_a, ids_b, len_b, p[order].contiguous(), q[order].contiguous(), sorted_out,
-        p.numel(), ids_a.stride(0), ids_b.stride(0), BLOCK=PAIRS_BLOCK,
+        ids_a,
+        len_a,
+        ids_b,
+        len_b,
+        p[order].contiguous(),
+        q[order].contiguous(),
+        sorted_out,
+        p.numel(),
+        ids_a.stride(0),
+        ids_b.stride(0),
+        BLOCK=PAIRS_BLOCK,
     )
     out[order] = sorted_out
     return out

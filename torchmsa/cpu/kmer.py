@@ -11,7 +11,8 @@ sequences, ``sum over k-mers of min(count in a, count in b)``, is the size of th
 intersection of their lists. For small id ranges (``6**6`` for Dayhoff 6-mers) one list is
 spread into a dense count table and each list of the other set is looked up in it, the o-th
 copy of an id being shared when the table holds more than o of it (about 2 ns a k-mer on one
-core); larger ranges fall back to a merge walk of the two sorted lists.
+core); larger ranges fall back to a merge walk of the two sorted lists. :func:`pair_counts` counts
+chosen pairs (PartTree's groups), one table per run of pairs with the same sequence of a.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from numba import njit, prange
 
 from torchmsa.errors import ArgumentError
 
-__all__ = ["PAD", "NOT_COUNTED", "kmer_ids", "shared_counts"]
+__all__ = ["PAD", "NOT_COUNTED", "kmer_ids", "shared_counts", "pair_counts"]
 
 PAD = np.iinfo(np.int32).max
 NOT_COUNTED = 255
@@ -122,6 +123,29 @@ def _shared(ids_a, len_a, ids_b, len_b, out, table_size, n_chunks, symmetric):
                 _row(ids_a, len_a, ids_b, len_b, out, t, 0, table, False)
 
 
+@njit(cache=True, parallel=True)
+def _pairs(ids_a, len_a, ids_b, len_b, p, q, out, starts, table_size, n_chunks):
+    # pairs grouped in runs of equal p (starts[r] .. starts[r + 1]): one table per run
+    n_runs = starts.shape[0] - 1
+    for chunk in prange(n_chunks):
+        table = np.zeros(table_size, np.int32)
+        for r in range(chunk * n_runs // n_chunks, (chunk + 1) * n_runs // n_chunks):
+            s0, s1 = starts[r], starts[r + 1]
+            a = ids_a[p[s0]]
+            na = len_a[p[s0]]
+            if table_size > 0:
+                for t in range(na):
+                    table[a[t]] += 1
+            for t in range(s0, s1):
+                if table_size > 0:
+                    out[t] = _table_count(table, ids_b[q[t]], len_b[q[t]])
+                else:
+                    out[t] = _merge_count(a, na, ids_b[q[t]], len_b[q[t]])
+            if table_size > 0:
+                for t in range(na):
+                    table[a[t]] = 0
+
+
 def _np(t) -> np.ndarray:
     if isinstance(t, torch.Tensor):
         t = t.detach().cpu()
@@ -211,4 +235,40 @@ def shared_counts(ids_a, len_a, ids_b=None, len_b=None) -> torch.Tensor:
     table_size = top + 1 if top < TABLE_LIMIT else 0
     n_chunks = min(max(1, ids_a.shape[0]), 8 * numba.get_num_threads())
     _shared(ids_a, len_a, ids_b, len_b, out, table_size, n_chunks, symmetric)
+    return torch.from_numpy(out)
+
+
+def pair_counts(ids_a, len_a, ids_b, len_b, p, q) -> torch.Tensor:
+    """Shared k-mer counts of chosen pairs ``(a[p[t]], b[q[t]])``.
+
+    Consecutive pairs with the same ``p`` share one count table of ``a[p]`` (the merge walk
+    for large id ranges), so pairs grouped by ``p`` are cheapest.
+
+    Arguments:
+        ids_a, len_a: sorted id lists ``int32 [Na, Wa]`` and lengths ``int32 [Na]``.
+        ids_b, len_b: the same for the second set (may be the first set again).
+        p, q: ``int [P]`` row indices into a and b.
+
+    Returns:
+        ``int32 [P]``: ``out[t] = sum over ids of min(count in a[p[t]], count in b[q[t]])``.
+    """
+    ids_a, len_a = _lists(ids_a, len_a, "a")
+    ids_b, len_b = _lists(ids_b, len_b, "b")
+    p, q = _np(p).astype(np.int64, copy=False), _np(q).astype(np.int64, copy=False)
+    if p.shape != q.shape or p.ndim != 1:
+        raise ArgumentError(f"`p` and `q` must be 1-D of one length; got {p.shape} and {q.shape}")
+    for idx, n, which in ((p, ids_a.shape[0], "p"), (q, ids_b.shape[0], "q")):
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise ArgumentError(
+                f"`{which}` must index rows 0..{n - 1}; got {idx.min()}..{idx.max()}"
+            )
+    out = np.zeros(p.shape[0], np.int32)
+    if p.size == 0:
+        return torch.from_numpy(out)
+    starts = np.concatenate([[0], np.flatnonzero(p[1:] != p[:-1]) + 1, [p.size]])
+    rows_a, rows_b = np.unique(p), np.unique(q)
+    top = max(_max_id(ids_a[rows_a], len_a[rows_a]), _max_id(ids_b[rows_b], len_b[rows_b]))
+    table_size = top + 1 if top < TABLE_LIMIT else 0
+    n_chunks = min(starts.size - 1, 8 * numba.get_num_threads())
+    _pairs(ids_a, len_a, ids_b, len_b, p, q, out, starts, table_size, n_chunks)
     return torch.from_numpy(out)

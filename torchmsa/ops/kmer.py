@@ -9,8 +9,9 @@ import torch
 
 from torchmsa.alphabet import DNA, PROTEIN, Alphabet, detect_seqtype
 from torchmsa.cpu import kmer as cpu_kmer
-from torchmsa.errors import AlphabetError, ArgumentError, DeviceError
+from torchmsa.errors import AlphabetError, ArgumentError
 from torchmsa.ops.backend import resolve_backend, resolve_device
+from torchmsa.ops.kmer_stream import full_counts
 from torchmsa.sequences import SequenceBatch, as_records
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "reduced_map",
     "kmer_ids",
     "shared_counts",
+    "pair_counts",
     "shared_kmer_counts",
     "kmer_distances",
     "kmer_distance_matrix",
@@ -33,29 +35,42 @@ def reduced_map(alphabet: Alphabet) -> torch.Tensor:
     return torch.tensor(alphabet.reduced + (cpu_kmer.NOT_COUNTED,), dtype=torch.uint8)
 
 
-def _impl(backend: str, device: torch.device) -> str:
-    impl = resolve_backend(backend, device)
-    if backend == "auto":
-        return "cpu"  # until the Triton kernels exist
-    if impl == "triton":
-        raise DeviceError(
-            "the Triton k-mer kernels are not available yet; use backend='cpu' (tensors on a "
-            "CUDA device are counted on the CPU and the result is moved back)"
-        )
-    return impl
+def _triton():
+    from torchmsa._triton import kmer as triton_kmer
+
+    return triton_kmer
 
 
 def kmer_ids(codes, lengths, reduced, k: int, backend: str = "auto"):
-    """Sorted k-mer id lists ``(ids int32 [N, W], n int32 [N])``; see ``cpu/kmer.py``."""
-    _impl(backend, codes.device)
+    """Sorted k-mer id lists ``(ids int32 [N, W], n int32 [N])`` on the device of ``codes``;
+    see ``cpu/kmer.py``."""
+    if resolve_backend(backend, codes.device) == "triton":
+        return _triton().kmer_ids(codes, lengths, reduced, k)
     ids, n = cpu_kmer.kmer_ids(codes, lengths, reduced, k)
     return ids.to(codes.device), n.to(codes.device)
 
 
-def shared_counts(ids_a, len_a, ids_b=None, len_b=None, backend: str = "auto") -> torch.Tensor:
-    """Shared counts ``int32 [Na, Nb]`` of sorted id lists (all pairs of a when b is None)."""
-    _impl(backend, ids_a.device)
+def shared_counts(
+    ids_a, len_a, ids_b=None, len_b=None, backend: str = "auto", method: str | None = None
+) -> torch.Tensor:
+    """Shared counts ``int32 [Na, Nb]`` of sorted id lists (all pairs of a when b is None), on
+    the device of ``ids_a``.
+
+    The Triton backend streams tiles (``torchmsa/ops/kmer_stream.py``; ``method`` picks
+    ``"matrix"`` or ``"lists"``) and raises ResourceError when the whole matrix does not fit
+    in device memory.
+    """
+    if resolve_backend(backend, ids_a.device) == "triton":
+        return full_counts(ids_a, len_a, ids_b, len_b, backend="triton", method=method)
     return cpu_kmer.shared_counts(ids_a, len_a, ids_b, len_b).to(ids_a.device)
+
+
+def pair_counts(ids_a, len_a, ids_b, len_b, p, q, backend: str = "auto") -> torch.Tensor:
+    """Shared counts ``int32 [P]`` of the pairs ``(a[p[t]], b[q[t]])``, on the device of
+    ``ids_a``."""
+    if resolve_backend(backend, ids_a.device) == "triton":
+        return _triton().pair_counts(ids_a, len_a, ids_b, len_b, p, q)
+    return cpu_kmer.pair_counts(ids_a, len_a, ids_b, len_b, p, q).to(ids_a.device)
 
 
 def _check_k(k, base: int) -> int:
@@ -129,13 +144,17 @@ def shared_kmer_counts(
         k: k-mer length.
         alphabet: ``"dayhoff6"`` or ``"acgt"``.
         device: where the result goes: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
-        backend: ``"auto"``, ``"cpu"`` or ``"triton"``. The Triton kernels are not written
-            yet: ``"triton"`` raises DeviceError and ``"auto"`` counts on the CPU (a CUDA
-            ``device`` then gets the result copied to it).
+        backend: ``"auto"`` (Triton on a CUDA ``device``, else the CPU), ``"cpu"`` (numba;
+            the result is copied to ``device``) or ``"triton"`` (on CPU tensors only in
+            Triton's interpreter, ``TRITON_INTERPRET=1``).
 
     Returns:
         ``torch.int32 [Na, Nb]`` (``[Na, Na]`` when ``seqs_b`` is ``None``; its diagonal is
         each sequence's number of counted k-mers).
+
+    Raises:
+        ResourceError: with the Triton backend, the ``[Na, Nb]`` matrix does not fit in
+            device memory (``torchmsa.ops.kmer_stream.count_tiles`` streams it instead).
 
     K and R share a Dayhoff group, L and I too; W and K do not:
 
@@ -148,15 +167,16 @@ def shared_kmer_counts(
             f"DNA/RNA input falls back to 'acgt') or 'acgt' (DNA/RNA)"
         )
     dev = resolve_device(device)
-    impl = _impl(backend, dev)
+    impl = resolve_backend(backend, dev)
     batch_a, batch_b, seqtype = _batches(seqs_a, seqs_b, alphabet)
     k = _check_k(k, seqtype.reduced_size)
     reduced = reduced_map(seqtype)
-    ids_a, n_a = kmer_ids(batch_a.codes.cpu(), batch_a.lengths.cpu(), reduced, k, impl)
+    work = dev if impl == "triton" else torch.device("cpu")
+    ids_a, n_a = kmer_ids(batch_a.codes.to(work), batch_a.lengths.to(work), reduced, k, impl)
     if batch_b is None:
         counts = shared_counts(ids_a, n_a, backend=impl)
     else:
-        ids_b, n_b = kmer_ids(batch_b.codes.cpu(), batch_b.lengths.cpu(), reduced, k, impl)
+        ids_b, n_b = kmer_ids(batch_b.codes.to(work), batch_b.lengths.to(work), reduced, k, impl)
         counts = shared_counts(ids_a, n_a, ids_b, n_b, backend=impl)
     return counts.to(dev)
 

@@ -1,0 +1,274 @@
+"""Large families end to end: torchmsa on the GPU against FAMSA and MAFFT on the CPU cores.
+
+    python -m benchmarks.large_families [--quick] [--cases balifam10000:PF00687,homfam:rrm]
+        [--tools torchmsa-auto,torchmsa-fast,torchmsa-parttree,famsa,mafft-auto,mafft-parttree]
+        [--threads 16] [--device auto] [--timeout 900] [--out DIR]
+
+Cases: the balifam10000 cases (10,006-10,142 sequences) and the largest HomFam cases (rhv
+17,976, rrm 27,610, zf-CCHH 88,345 sequences); ``--quick``: balifam10000 PF00687 (10,006
+sequences of 39-340 residues) only. Tools, one at a time, all in the same run:
+
+* ``torchmsa-auto``: ``torchmsa.align(mode="auto")``, the pipeline's own choices (skipped
+  above 30,000 sequences while the pipeline has no PartTree: its full-matrix tree would need
+  ``8 N^2`` bytes; the same for ``torchmsa-fast``);
+* ``torchmsa-fast``: mode ``fast`` with the full-matrix guide tree (``tree="upgma_mafft"``);
+* ``torchmsa-parttree``: mode ``fast`` with a PartTree guide tree (``tree="parttree"`` where
+  the pipeline offers it; else ``pipeline._kmer_tree`` is swapped for
+  :func:`torchmsa.parttree.parttree_tree` during the run);
+* ``famsa`` (pyfamsa), ``mafft-auto`` (``--auto``) and ``mafft-parttree`` (``--parttree``)
+  on ``--threads`` cores (``benchmarks.peers``).
+
+Each row: wall-clock seconds of the whole alignment (input file to rows), SP and TC against
+the reference (large-family protocol, ``benchmarks.accuracy``), and for torchmsa the peak GPU
+memory that torch allocated. A warm-up alignment of 300 sequences compiles the kernels first.
+Checks before timing, exit status 1 on a mismatch: for each case, shared 6-mer counts of 64
+sampled sequences against all and of 20,000 sampled pairs (Triton against numba); after each
+torchmsa run, every aligned row without gaps equals its input sequence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from benchmarks.common import DATA_DIR, Timer, run_metadata, write_results
+from benchmarks.peers import PEERS, PeerFailed, PeerNotInstalled, plain_fasta, run_peer
+from torchmsa.errors import TorchMSAError
+from torchmsa.io import read_sequences
+from torchmsa.metrics import restrict_to_reference, score_alignment
+
+CASES = [
+    ("balifam10000", "PF00687"),
+    ("balifam10000", "PF00037"),
+    ("balifam10000", "PF00505"),
+    ("balifam10000", "PF05746"),
+    ("balifam10000", "PF13393"),
+    ("balifam10000", "PF00202"),
+    ("homfam", "rhv"),
+    ("homfam", "rrm"),
+    ("homfam", "zf-CCHH"),
+]
+QUICK = [("balifam10000", "PF00687")]
+TOOLS = [
+    "torchmsa-auto",
+    "torchmsa-fast",
+    "torchmsa-parttree",
+    "famsa",
+    "mafft-auto",
+    "mafft-parttree",
+]
+# a full-matrix guide tree holds N x N float64 distances: 6.2 GB at 28,000, 62 GB at 88,000
+FULL_TREE_MAX_N = 30_000
+TORCHMSA = {
+    "torchmsa-auto": ("auto", "auto"),
+    "torchmsa-fast": ("fast", "upgma_mafft"),
+    "torchmsa-parttree": ("fast", "parttree"),
+}
+
+
+class Mismatch(RuntimeError):
+    """A check before or after timing failed."""
+
+
+def case_files(dataset: str, case: str) -> tuple[Path, Path, Path | None]:
+    base = DATA_DIR / dataset
+    inp = base / f"{case}.in.fasta"
+    inp = inp if inp.exists() else base / f"{case}.in.fasta.gz"
+    core = base / f"{case}.core.txt"
+    return inp, base / f"{case}.ref.fasta", core if core.exists() else None
+
+
+def check_counts(path: Path, device: str) -> None:
+    """Triton shared counts of a sample equal the numba ones (sample rows, sample pairs)."""
+    from torchmsa.alphabet import PROTEIN
+    from torchmsa.ops.kmer import kmer_ids, pair_counts, reduced_map, shared_counts
+    from torchmsa.sequences import SequenceBatch
+
+    batch = SequenceBatch.from_input(path, "protein")
+    red = reduced_map(PROTEIN)
+    ids, n = kmer_ids(batch.codes.to(device), batch.lengths.to(device), red, 6, "triton")
+    cpu_ids, cpu_n = kmer_ids(batch.codes, batch.lengths, red, 6, "cpu")
+    rng = np.random.default_rng(0)
+    rows = torch.from_numpy(np.sort(rng.choice(len(batch), min(64, len(batch)), replace=False)))
+    got = shared_counts(ids[rows.to(device)], n[rows.to(device)], ids, n, "triton")
+    want = shared_counts(cpu_ids[rows], cpu_n[rows], cpu_ids, cpu_n, "cpu")
+    p = torch.from_numpy(rng.integers(0, len(batch), 20_000))
+    q = torch.from_numpy(rng.integers(0, len(batch), 20_000))
+    got_pairs = pair_counts(ids, n, ids, n, p.to(device), q.to(device), "triton")
+    want_pairs = pair_counts(cpu_ids, cpu_n, cpu_ids, cpu_n, p, q, "cpu")
+    if not (torch.equal(got.cpu(), want) and torch.equal(got_pairs.cpu(), want_pairs)):
+        raise Mismatch(f"{path.name}: Triton and CPU shared 6-mer counts differ")
+
+
+@contextlib.contextmanager
+def _parttree_pipeline(tree: str):
+    """``tree`` for ``align``: itself where the pipeline knows it, else a swapped tree step."""
+    from torchmsa import pipeline
+
+    if tree != "parttree" or "parttree" in pipeline.TREES:
+        yield tree, False
+        return
+    from torchmsa.parttree import parttree_tree
+
+    original = pipeline._kmer_tree
+    pipeline._kmer_tree = lambda batch, method, backend: parttree_tree(batch, backend, method)
+    try:
+        yield "upgma_mafft", True
+    finally:
+        pipeline._kmer_tree = original
+
+
+def run_torchmsa(tool: str, path: Path, device: str):
+    import torchmsa
+
+    mode, tree = TORCHMSA[tool]
+    cuda = device != "cpu" and torch.cuda.is_available()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    with _parttree_pipeline(tree) as (tree_arg, swapped), Timer(cuda=cuda) as t:
+        aln = torchmsa.align(str(path), mode=mode, tree=tree_arg, device=device)
+    peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else math.nan
+    residues = {r.name: r.seq.upper() for r in read_sequences(path)}
+    for name, row in zip(aln.names, aln.rows):
+        if row.replace("-", "").upper() != residues[name]:
+            raise Mismatch(f"{path.name}: torchmsa row {name!r} is not its input sequence")
+    meta = dict(getattr(aln, "metadata", None) or {})
+    if swapped:
+        meta["tree"] = "parttree (swapped in)"
+    return list(aln.names), list(aln.rows), t.seconds, peak, meta
+
+
+def run_other(tool: str, path: Path, threads: int, timeout: float | None):
+    if tool in PEERS:
+        res = run_peer(tool, path, threads, timeout)
+    elif tool == "mafft-parttree":
+        from benchmarks import peers
+
+        with tempfile.TemporaryDirectory(prefix="torchmsa-mafft-parttree-") as tmp:
+            plain = plain_fasta(path, tmp)
+            res = peers._mafft("--parttree")(plain, threads, Path(tmp), timeout)
+    else:
+        raise PeerNotInstalled(f"unknown tool {tool!r}")
+    return res.names, res.rows, res.seconds
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default="", help="dataset:case,... (default: all of CASES)")
+    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per peer run")
+    ap.add_argument("--quick", action="store_true", help="balifam10000 PF00687 only")
+    ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
+    args = ap.parse_args(argv)
+    cases = [tuple(c.split(":", 1)) for c in args.cases.split(",") if c] or (
+        QUICK if args.quick else CASES
+    )
+    tools = [t for t in args.tools.split(",") if t]
+    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
+    if device == "auto":
+        device = "cpu"
+    torch.set_num_threads(args.threads)
+    rows: list[dict] = []
+    try:
+        files = {c: case_files(*c) for c in cases}
+        missing = [str(f[0]) for f in files.values() if not f[0].exists()]
+        if missing:
+            sys.exit(f"error: input files not found: {missing}")
+        if device != "cpu":
+            for (dataset, case), (inp, _, _) in files.items():
+                check_counts(inp, device)
+                print(f"{dataset}/{case}: GPU shared 6-mer counts checked", flush=True)
+        if any(t in TORCHMSA for t in tools):
+            _warm_up(files[cases[0]][0], device, tools)
+        for (dataset, case), (inp, ref, core) in files.items():
+            n_seqs = sum(1 for _ in read_sequences(inp))
+            for tool in tools:
+                rows.append(_one(tool, dataset, case, n_seqs, inp, ref, core, device, args))
+    except Mismatch as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    header = (
+        f"Large families end to end: torchmsa on {device} against peers on {args.threads} CPU "
+        "threads of the same machine, one tool at a time. seconds: wall clock of one "
+        "alignment; SP / TC against the reference (reference rows only, core columns); "
+        "peak_gib: torch peak allocated GPU memory (torchmsa only).\n"
+    )
+    write_results("large_families", rows, header, out_dir=args.out, metadata=run_metadata(device))
+    for r in rows:
+        status = r["error"] or f"SP {r['sp']:.3f}  TC {r['tc']:.3f}  peak {r['peak_gib']:.2f} GiB"
+        print(f"{r['case']:10s} {r['tool']:18s} {r['seconds']:9.2f} s  {status}")
+    return 0
+
+
+def _warm_up(path: Path, device: str, tools: list[str]) -> None:
+    import torchmsa
+
+    records = read_sequences(path)[:300]
+    for tool in tools:
+        if tool in TORCHMSA:
+            mode, tree = TORCHMSA[tool]
+            with _parttree_pipeline(tree) as (tree_arg, _):
+                torchmsa.align(
+                    [(r.name, r.seq) for r in records], mode=mode, tree=tree_arg, device=device
+                )
+
+
+def _full_tree(tool: str) -> bool:
+    from torchmsa import pipeline
+
+    tree = TORCHMSA[tool][1]
+    return tree == "upgma_mafft" or (tree == "auto" and "parttree" not in pipeline.TREES)
+
+
+def _one(tool, dataset, case, n_seqs, inp, ref, core, device, args) -> dict:
+    row = {
+        "dataset": dataset,
+        "case": case,
+        "n_seqs": n_seqs,
+        "tool": tool,
+        "threads": args.threads,
+        "seconds": math.nan,
+        "sp": math.nan,
+        "tc": math.nan,
+        "peak_gib": math.nan,
+        "choices": "",
+        "error": "",
+    }
+    try:
+        if tool in TORCHMSA and n_seqs > FULL_TREE_MAX_N and _full_tree(tool):
+            raise PeerFailed(
+                f"skipped: a full-matrix guide tree of {n_seqs} sequences needs "
+                f"{8 * n_seqs**2 / 2**30:.0f} GiB of distances"
+            )
+        if tool in TORCHMSA:
+            names, aligned, seconds, peak, meta = run_torchmsa(tool, inp, device)
+            row["peak_gib"] = round(peak, 3)
+            row["choices"] = " ".join(f"{k}={meta[k]}" for k in ("mode", "tree") if k in meta)
+        else:
+            names, aligned, seconds = run_other(tool, inp, args.threads, args.timeout)
+        row["seconds"] = round(seconds, 3)
+        s = score_alignment(restrict_to_reference(list(zip(names, aligned)), ref), ref, core)
+        row.update(sp=round(s.sp, 6), tc=round(s.tc, 6))
+    except Mismatch:
+        raise
+    except (PeerFailed, PeerNotInstalled, TorchMSAError) as exc:
+        row["error"] = str(exc)[:300]
+    except Exception as exc:  # one tool failing on one case must not end the run
+        row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+    print(f"{case:10s} {tool:18s} {row['seconds']:9.2f} s  {row['error'] or row['tc']}", flush=True)
+    return row
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The whole pipeline on a CUDA GPU: identical to the CPU path (marker ``gpu``)."""
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+import torchmsa
+from torchmsa.errors import DeviceError
+
+pytestmark = pytest.mark.gpu
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+ROOT = Path(__file__).parent.parent
+
+
+def _balibase() -> Path | None:
+    for base in (
+        os.environ.get("TORCHMSA_BENCH_DATA"),
+        ROOT / ".devdata",
+        ROOT.parent / "shared" / "benchmarks",
+    ):
+        if base and (Path(base) / "balibase3").is_dir():
+            return Path(base) / "balibase3"
+    return None
+
+
+@needs_cuda
+def test_auto_device_is_cuda_and_recorded():
+    aln = torchmsa.align(["MKVLAAGHW", "MKVLAGHW", "MKILAAGHW"], device="auto")
+    assert aln.metadata["device"].startswith("cuda") and aln.metadata["backend"] == "triton"
+    assert aln.codes.device.type == "cuda"
+
+
+@needs_cuda
+def test_missing_cuda_device_is_a_clear_error():
+    with pytest.raises(DeviceError, match="does not exist"):
+        torchmsa.align(["MKV", "MKV"], device=f"cuda:{torch.cuda.device_count()}")
+
+
+@needs_cuda
+@pytest.mark.parametrize("mode", ["fast", "default"])
+def test_gpu_and_cpu_alignments_are_identical_on_balibase(mode):
+    data = _balibase()
+    if data is None:
+        pytest.skip("BAliBASE data not found")
+    limit = int(os.environ.get("TORCHMSA_GPU_CASES", "0")) or None
+    cases = sorted(p.name.split(".")[0] for p in data.glob("*.in.fasta"))[:limit]
+    chunk = 64
+    for k in range(0, len(cases), chunk):
+        paths = [str(data / f"{c}.in.fasta") for c in cases[k : k + chunk]]
+        gpu = torchmsa.align_many(paths, device="cuda", mode=mode)
+        cpu = torchmsa.align_many(paths, device="cpu", mode=mode)
+        for case, g, c in zip(cases[k : k + chunk], gpu, cpu):
+            assert torch.equal(g.codes.cpu(), c.codes), case
+            assert g.rows == c.rows, case

@@ -1,0 +1,208 @@
+"""PartTree guide trees: valid, deterministic, clusters kept, equal to UPGMA when small."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from torchmsa.errors import ArgumentError
+from torchmsa.ops.kmer import kmer_distance_matrix
+from torchmsa.parttree import _merge_close, parttree, parttree_tree
+from torchmsa.sequences import SequenceBatch
+from torchmsa.tree import build_tree
+
+AMINO = "ACDEFGHIKLMNPQRSTVWY"
+DAYHOFF = {
+    c: g for g, letters in enumerate(["AGPST", "C", "DENQ", "FWY", "HKR", "ILMV"]) for c in letters
+}
+
+
+def clusters(sizes: list[int], length: int, seed: int, rate: float = 0.08) -> list[str]:
+    """Clusters around unrelated random ancestors; members differ by ``rate`` substitutions."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for size in sizes:
+        anc = rng.choice(list(AMINO), length)
+        for _ in range(size):
+            s = anc.copy()
+            sub = rng.random(length) < rate
+            s[sub] = rng.choice(list(AMINO), int(sub.sum()))
+            out.append("".join(s[: length - int(rng.integers(0, 10))]))
+    return out
+
+
+def clades(tree) -> set[frozenset]:
+    return {frozenset(x.tolist()) for x in tree.leaves_under()}
+
+
+def check_valid(tree, n: int) -> None:
+    # Tree.__post_init__ checks the id contract; here the rest of what callers rely on
+    assert tree.n_leaves == n and tree.children.shape == (n - 1, 2)
+    assert sorted(tree.leaf_order().tolist()) == list(range(n))
+    assert (tree.children < np.arange(n, 2 * n - 1)[:, None]).all()
+    assert (tree.lengths >= 0).all() and tree.lengths[tree.root] == 0
+    levels = tree.levels()
+    assert sorted(np.concatenate(levels).tolist()) == list(range(n, 2 * n - 1))
+    w = tree.weights()
+    assert np.isfinite(w).all() and abs(w.mean() - 1) < 1e-9
+
+
+def test_clusters_come_out_as_subtrees():
+    sizes = [30, 25, 40, 20, 35]
+    batch = SequenceBatch.from_input(clusters(sizes, 120, 0), "protein")
+    tree = parttree(batch, n_ref=8, n_far=5, leaf_size=12, backend="cpu")
+    check_valid(tree, sum(sizes))
+    found = clades(tree)
+    start = 0
+    for size in sizes:
+        assert frozenset(range(start, start + size)) in found, f"cluster at {start}"
+        start += size
+    assert len(tree.levels()) > 1
+
+
+def test_deterministic_and_seeded():
+    batch = SequenceBatch.from_input(clusters([40, 40, 40], 80, 1, rate=0.3), "protein")
+    one = parttree(batch, n_ref=6, leaf_size=10, seed=3, backend="cpu")
+    two = parttree(batch, n_ref=6, leaf_size=10, seed=3, backend="cpu")
+    assert np.array_equal(one.children, two.children)
+    assert np.array_equal(one.lengths, two.lengths)
+    assert one.newick() == two.newick()
+
+
+@pytest.mark.parametrize("method", ["upgma", "upgma_mafft", "single"])
+def test_small_input_is_upgma_of_the_full_matrix(method):
+    seqs = clusters([6, 9, 5], 60, 2, rate=0.25)
+    batch = SequenceBatch.from_input(seqs, "protein")
+    tree = parttree(batch, leaf_size=len(seqs), method=method, backend="cpu")
+    full = build_tree(kmer_distance_matrix(seqs, device="cpu"), method, batch.names)
+    assert np.array_equal(tree.children, full.children)
+    np.testing.assert_allclose(tree.lengths, full.lengths, rtol=0, atol=1e-12)
+
+
+def test_split_tree_keeps_the_obvious_clades_of_upgma():
+    # 3 clusters (6-mer distances ~0.97 apart) of 2 sub-clusters of 15 (~0.8 apart, members
+    # ~0.4): the clades of 15 and 30, which UPGMA finds, are PartTree clades too
+    rng = np.random.default_rng(4)
+    seqs = []
+    for _ in range(3):
+        anc = rng.choice(list(AMINO), 100)
+        for _ in range(2):
+            sub = anc.copy()
+            hit = rng.random(100) < 0.1
+            sub[hit] = rng.choice(list(AMINO), int(hit.sum()))
+            seqs += clusters_from(sub, 15, rng)
+    batch = SequenceBatch.from_input(seqs, "protein")
+    part = parttree(batch, n_ref=6, n_far=3, leaf_size=12, backend="cpu")
+    full = build_tree(kmer_distance_matrix(seqs, device="cpu"), "upgma_mafft", batch.names)
+    obvious = {frozenset(range(s, s + w)) for w in (15, 30) for s in range(0, 90, w)}
+    assert obvious <= clades(full)
+    assert obvious <= clades(part)
+
+
+def clusters_from(anc: np.ndarray, size: int, rng) -> list[str]:
+    out = []
+    for _ in range(size):
+        s = anc.copy()
+        hit = rng.random(len(anc)) < 0.03
+        s[hit] = rng.choice(list(AMINO), int(hit.sum()))
+        out.append("".join(s))
+    return out
+
+
+def test_close_references_merge():
+    # refs 0-1 and 2-3 join low, 4 alone: two merged groups and one single
+    children = np.array([[0, 1], [2, 3], [5, 6], [4, 7]])
+    heights = np.array([0.05, 0.1, 0.3, 0.4])
+    label, (top, top_h) = _merge_close((children, heights), 0.5)
+    assert label.tolist() == [0, 0, 1, 1, 2]
+    assert top.tolist() == [[0, 1], [2, 3]] and top_h.tolist() == [0.3, 0.4]
+    label, (top, _) = _merge_close((children, np.zeros(4)), 0.5)
+    assert label.tolist() == [0, 1, 2, 3, 4] and top.tolist() == children.tolist()
+
+
+def brute_counts_fn(seqs: list[str], k: int = 6):
+    def kmers(s: str) -> Counter:
+        return Counter(
+            s[p : p + k].translate(str.maketrans({c: str(g) for c, g in DAYHOFF.items()}))
+            for p in range(len(s) - k + 1)
+        )
+
+    counted = [kmers(s) for s in seqs]
+
+    def fn(a, b):
+        return np.array([[sum((counted[i] & counted[j]).values()) for j in b] for i in a])
+
+    return fn
+
+
+def test_counts_function_source_equals_batch_source():
+    seqs = clusters([12, 10, 14], 50, 5, rate=0.2)
+    batch = SequenceBatch.from_input(seqs, "protein")
+    from_batch = parttree(batch, n_ref=5, leaf_size=8, backend="cpu")
+    from_fn = parttree(brute_counts_fn(seqs), n=len(seqs), n_ref=5, leaf_size=8)
+    assert np.array_equal(from_batch.children, from_fn.children)
+    np.testing.assert_allclose(from_batch.lengths, from_fn.lengths, rtol=0, atol=1e-12)
+    assert from_fn.names == [f"seq{i + 1}" for i in range(len(seqs))]
+
+
+def test_duplicates_and_sequences_without_kmers():
+    # 300 copies of one sequence must not split 300 / n_ref levels deep; short ones hang
+    # from the root in their own clade
+    seqs = ["MKVLAAGIVGLLLAQPAMAW"] * 300 + clusters([20], 40, 6) + ["MKV", "", "WW"]
+    batch = SequenceBatch.from_input(seqs, "protein")
+    tree = parttree(batch, n_ref=4, leaf_size=10, backend="cpu")
+    check_valid(tree, len(seqs))
+    found = clades(tree)
+    n = len(seqs)
+    assert frozenset(range(300)) in found
+    assert frozenset({n - 3, n - 2, n - 1}) in found
+    assert len(tree.levels()) < 40
+    under = tree.leaves_under()
+    root_sides = [frozenset(under[v - n].tolist()) for v in tree.children[-1]]
+    assert frozenset({n - 3, n - 2, n - 1}) in root_sides
+
+
+def test_one_sequence_and_parttree_tree_names():
+    one = parttree(SequenceBatch.from_input({"x": "MKVLAAGIVG"}, "protein"), backend="cpu")
+    assert one.n_leaves == 1 and one.newick() == "x;"
+    batch = SequenceBatch.from_input({f"s{i}": s for i, s in enumerate(clusters([5, 5], 30, 7))})
+    tree = parttree_tree(batch, backend="cpu")
+    assert tree.names == batch.names
+    check_valid(tree, 10)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_ref": 1}, "`n_ref`"),
+        ({"n_far": -1}, "`n_far`"),
+        ({"leaf_size": 0}, "`leaf_size`"),
+        ({"method": "nj"}, "`method`"),
+        ({"names": ["a"]}, "`names`"),
+    ],
+)
+def test_argument_errors(kwargs, match):
+    batch = SequenceBatch.from_input(["MKVLAAGIVG", "MKVLAAGIVA"], "protein")
+    with pytest.raises(ArgumentError, match=match):
+        parttree(batch, backend="cpu", **kwargs)
+
+
+def test_source_errors():
+    with pytest.raises(ArgumentError, match="`source`"):
+        parttree(["MKVLAAGIVG"])
+    with pytest.raises(ArgumentError, match="self_counts"):
+        parttree(lambda a, b: np.zeros((len(a), len(b))))
+    with pytest.raises(ArgumentError, match="shape"):
+        parttree(lambda a, b: np.zeros((1, 1)), n=3)
+
+
+@pytest.mark.interpreter
+def test_triton_backend_equals_cpu(device):
+    seqs = clusters([5, 4, 5], 20, 8, rate=0.15)
+    batch = SequenceBatch.from_input(seqs, "protein", device)
+    got = parttree(batch, n_ref=3, leaf_size=4, backend="triton")
+    want = parttree(batch.to("cpu"), n_ref=3, leaf_size=4, backend="cpu")
+    assert np.array_equal(got.children, want.children)
+    assert np.array_equal(got.lengths, want.lengths)

@@ -1,0 +1,233 @@
+"""Accurate mode's library: all-pairs local alignments and the consistency scores built on them.
+
+Stage 1 of L-INS-i (seed 000): every pair of sequences is aligned locally (affine Smith-Waterman,
+batched on the device). Each pair's aligned residues form library entries ``(x, i, y, j, w)``
+with an integer weight from the pair's identity over its aligned region; the local scores give
+distances for the guide tree.
+
+When two groups A and B are aligned, the consistency tile is
+
+    C[ca, cb] = sum over entries with x in A, y in B of  w * w_x * w_y
+
+for the columns ``ca`` holding residue i of x and ``cb`` holding residue j of y, and the DP
+scores ``S + floor(weight * C / (W_A W_B))``: integers, so exact and order-independent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from torchmsa.cpu.dp import LOCAL, OP_LEFT, OP_MATCH, OP_UP
+from torchmsa.ops.pairwise import pairwise_align_codes, pairwise_score_codes
+
+__all__ = ["Library", "Consistency", "local_library", "partition_tile", "WEIGHT_MAX"]
+
+WEIGHT_MAX = 64
+BATCH_CELLS = 1 << 22  # pairs per local-alignment call times their ops width
+
+
+@dataclass
+class Library:
+    """Library entries (flat, int64) and the local-alignment distances.
+
+    Attributes:
+        x, i, y, j: entry e pairs residue ``i[e]`` of sequence ``x[e]`` with residue ``j[e]`` of
+            ``y[e]`` (``x < y``).
+        w: ``int64 [E]`` weights in ``1 .. WEIGHT_MAX``.
+        dist: ``float64 [N, N]`` distances ``1 - score / min(self scores)``, clipped to [0, 1].
+    """
+
+    x: torch.Tensor
+    i: torch.Tensor
+    y: torch.Tensor
+    j: torch.Tensor
+    w: torch.Tensor
+    dist: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.x.numel())
+
+
+def _entries(ops, info, codes_a, codes_b):
+    """Aligned residue pairs of a batch of local alignments: (pair, i, j, same) tensors."""
+    n_ops = info[:, 1].long()
+    k = torch.arange(ops.shape[1], device=ops.device)
+    valid = k[None, :] < n_ops[:, None]
+    i = info[:, 2:3].long() + torch.cumsum((ops != OP_LEFT) & valid, 1) - 1
+    j = info[:, 3:4].long() + torch.cumsum((ops != OP_UP) & valid, 1) - 1
+    match = valid & (ops == OP_MATCH)
+    pair = torch.nonzero(match)[:, 0]
+    ii, jj = i[match], j[match]
+    same = codes_a[pair, ii] == codes_b[pair, jj]
+    return pair, ii, jj, same
+
+
+def local_library(
+    codes: torch.Tensor,
+    lengths: torch.Tensor,
+    matrix: torch.Tensor,
+    gap_open: int,
+    gap_extend: int,
+    backend: str = "auto",
+) -> Library:
+    """All-pairs local alignments of ``codes`` (``uint8 [N, L]``) into a :class:`Library`.
+
+    Arguments:
+        codes, lengths: the sequences (a SequenceBatch's tensors).
+        matrix: ``int32 [A, A]`` substitution scores for the local alignments.
+        gap_open, gap_extend: their affine gap costs.
+        backend: DP backend.
+    """
+    device = codes.device
+    n = codes.shape[0]
+    mat = matrix.to(device=device, dtype=torch.int32)
+    self_score = (
+        pairwise_score_codes(
+            codes, lengths, codes, lengths, mat, gap_open, gap_extend, LOCAL, backend=backend
+        )[:, 0]
+        .to(device)
+        .long()
+    )
+    xs, ys = torch.triu_indices(n, n, 1, device=device)
+    parts = {k: [] for k in "xiyjw"}
+    dist = torch.zeros(n, n, dtype=torch.float64, device=device)
+    step = max(1, BATCH_CELLS // max(1, 2 * codes.shape[1]))
+    for lo in range(0, xs.numel(), step):
+        bx, by = xs[lo : lo + step], ys[lo : lo + step]
+        ca, cb = codes[bx], codes[by]
+        info, ops = pairwise_align_codes(
+            ca, lengths[bx], cb, lengths[by], mat, gap_open, gap_extend, LOCAL, backend=backend
+        )
+        info, ops = info.to(device), ops.to(device)
+        score = info[:, 0].long()
+        denom = torch.minimum(self_score[bx], self_score[by]).clamp_min(1)
+        d = (1.0 - score.double() / denom.double()).clamp(0.0, 1.0)
+        dist[bx, by] = d
+        dist[by, bx] = d
+        pair, i, j, same = _entries(ops, info, ca, cb)
+        matched = torch.zeros(bx.numel(), dtype=torch.int64, device=device)
+        matched.index_add_(0, pair, torch.ones_like(pair))
+        ident = torch.zeros_like(matched)
+        ident.index_add_(0, pair, same.long())
+        # integer weight per pair: identity over the aligned region, in 1/WEIGHT_MAX steps
+        w_pair = (ident * WEIGHT_MAX + matched // 2) // matched.clamp_min(1)
+        w = w_pair[pair]
+        keep = w > 0
+        parts["x"].append(bx[pair][keep])
+        parts["y"].append(by[pair][keep])
+        parts["i"].append(i[keep])
+        parts["j"].append(j[keep])
+        parts["w"].append(w[keep])
+    cat = {
+        k: torch.cat(v) if v else torch.zeros(0, dtype=torch.int64, device=device)
+        for k, v in parts.items()
+    }
+    return Library(cat["x"], cat["i"], cat["y"], cat["j"], cat["w"], dist.cpu().numpy())
+
+
+def _lca_matrix(tree) -> np.ndarray:
+    """``int64 [n, n]``: the lowest common ancestor of every pair of leaves."""
+    n = tree.n_leaves
+    lca = np.full((n, n), -1, np.int64)
+    under = tree.leaves_under()
+    for k, (a, b) in enumerate(tree.children.tolist()):
+        la = under[a - n] if a >= n else np.array([a])
+        lb = under[b - n] if b >= n else np.array([b])
+        lca[np.ix_(la, lb)] = n + k
+        lca[np.ix_(lb, la)] = n + k
+    return lca
+
+
+class Consistency:
+    """Consistency tiles for progressive levels and refinement partitions.
+
+    Arguments:
+        libs: one :class:`Library` per job (sequence ids local to the job).
+        trees: the jobs' guide trees (``None`` for one-sequence jobs).
+        sizes: the jobs' sequence counts.
+        forest: the :class:`~torchmsa.progressive.Forest` of those trees.
+        weight: DP units per unit of normalised consistency (an integer).
+    """
+
+    def __init__(self, libs, trees, sizes, forest, weight: int):
+        device = libs[0].x.device
+        self.weight = int(weight)
+        level_of = np.full(forest.n_leaves + forest.children.shape[0], -1, np.int64)
+        for g, ids in enumerate(forest.levels):
+            level_of[np.asarray(ids)] = g
+        cols = {k: [] for k in "xiyjwg"}
+        first, inner = 0, 0
+        total = forest.n_leaves
+        for lib, tree, n in zip(libs, trees, sizes):
+            if tree is not None and len(lib):
+                lca = _lca_matrix(tree)
+                local = lca[lib.x.cpu().numpy(), lib.y.cpu().numpy()]  # ids n .. 2n-2
+                node = total + inner + (local - n)
+                cols["g"].append(torch.from_numpy(level_of[node]).to(device))
+                for key in "xy":
+                    cols[key].append(getattr(lib, key) + first)
+                for key in "ijw":
+                    cols[key].append(getattr(lib, key))
+            first += n
+            inner += max(0, n - 1)
+        cat = {
+            k: torch.cat(v) if v else torch.zeros(0, dtype=torch.int64, device=device)
+            for k, v in cols.items()
+        }
+        order = torch.argsort(cat["g"], stable=True)
+        for k in "xiyjw":
+            setattr(self, k, cat[k][order])
+        g = cat["g"][order]
+        self.level_start = torch.searchsorted(
+            g, torch.arange(len(forest.levels) + 1, device=device)
+        ).tolist()
+
+    def level_tiles(self, g, table, seq_kid, n_pairs, s_off, n, m, kid_w, weights):
+        """``int32 [sum(n*m)]``: the consistency added to level ``g``'s packed scores."""
+        lo, hi = self.level_start[g], self.level_start[g + 1]
+        x, i, y, j, w = (t[lo:hi] for t in (self.x, self.i, self.y, self.j, self.w))
+        col_x = table.col[table.seq_off[x] + i]
+        col_y = table.col[table.seq_off[y] + j]
+        kx, ky = seq_kid[x], seq_kid[y]
+        a_is_x = kx < n_pairs
+        p = torch.where(a_is_x, kx, ky)
+        row = torch.where(a_is_x, col_x, col_y)
+        col = torch.where(a_is_x, col_y, col_x)
+        cells = n * m
+        acc = torch.zeros(int(cells.sum()), dtype=torch.int64, device=s_off.device)
+        acc.index_put_((s_off[p] + row * m[p] + col,), w * weights[x] * weights[y], accumulate=True)
+        denom = torch.repeat_interleave(kid_w[:n_pairs] * kid_w[n_pairs:], cells)
+        return torch.div(acc * self.weight, denom, rounding_mode="floor").to(torch.int32)
+
+
+def partition_tile(
+    lib: Library, weight: int, side_a, res_col, seq_off, keep_a, keep_b, w_a: int, w_b: int, weights
+) -> torch.Tensor:
+    """``int32 [Ca, Cb]`` consistency between the two groups of a refinement partition.
+
+    Arguments:
+        lib: the job's library (sequence ids local to the job).
+        weight: DP units per unit of normalised consistency.
+        side_a: ``bool [N]``, True for the rows of group A.
+        res_col: ``int64 [R]`` each residue's current column; sequence s's residues are
+            ``seq_off[s] : seq_off[s + 1]``.
+        keep_a, keep_b: ``bool [C]`` the columns each group keeps.
+        w_a, w_b: the groups' total weights; ``weights``: ``int64 [N]`` sequence weights.
+    """
+    cross = side_a[lib.x] != side_a[lib.y]
+    x, i, y, j, w = (t[cross] for t in (lib.x, lib.i, lib.y, lib.j, lib.w))
+    cx = res_col[seq_off[x] + i]
+    cy = res_col[seq_off[y] + j]
+    a_is_x = side_a[x]
+    ca = torch.where(a_is_x, cx, cy)
+    cb = torch.where(a_is_x, cy, cx)
+    ka = torch.cumsum(keep_a.long(), 0) - 1
+    kb = torch.cumsum(keep_b.long(), 0) - 1
+    n_a, n_b = int(keep_a.sum()), int(keep_b.sum())
+    acc = torch.zeros(n_a * n_b, dtype=torch.int64, device=ca.device)
+    acc.index_put_((ka[ca] * n_b + kb[cb],), w * weights[x] * weights[y], accumulate=True)
+    tile = torch.div(acc * int(weight), int(w_a) * int(w_b), rounding_mode="floor")
+    return tile.to(torch.int32).view(n_a, n_b)
