@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: install what the offline machine lacks, then run the named stages.
+# Carry .whl .devdata .debs (../shared/tools/device_prep.sh --peers --data ...). Results go to $OUT.
+# usage: TORCHMSA_COMMIT=<hash> bash benchmarks/device_run.sh STAGE...
+#   kernels   gpu tests of the Triton kernels (DP, k-mers)
+#   pipeline  gpu tests of the whole pipeline (GPU == CPU on BAliBASE; TORCHMSA_GPU_MODES)
+#   pairwise  benchmarks.pairwise_gpu
+#   e2e-bb    benchmarks.e2e_gpu on balibase3 (E2E_TOOLS, E2E_LIMIT)
+#   e2e-fam   benchmarks.e2e_gpu on balifam1000,balifam10000
+#   kmer      benchmarks.kmer_gpu;  families  benchmarks.large_families
+set -uo pipefail
+OUT=${OUT:-/tmp/device_out}
+mkdir -p "$OUT" /tmp/peers
+python3 -m pip install -q --no-index --no-deps --no-compile --no-build-isolation \
+  --target /tmp/site .whl/*.whl . >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
+for f in .debs/*.deb; do dpkg -x "$f" /tmp/peers; done
+export PATH=/tmp/peers/usr/bin:$PATH MAFFT_BINARIES=/tmp/peers/usr/lib/mafft/lib/mafft
+export LD_LIBRARY_PATH=/tmp/peers/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TORCHMSA_BENCH_DATA=$PWD/.devdata
+py() { python3 -P "$@"; }
+status=0
+for stage in "$@"; do
+  echo "== $stage $(date +%T)"
+  case $stage in
+    kernels) py -m pytest -q -p no:cacheprovider -n 4 -m gpu tests/test_triton_dp.py \
+               tests/test_kmer_triton.py 2>&1 | tee "$OUT/kernels.log" | tail -15 ;;
+    pipeline) py -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_pipeline.py \
+               -k "${TORCHMSA_GPU_MODES:-fast or default or auto or missing}" 2>&1 \
+               | tee "$OUT/pipeline.log" | tail -15 ;;
+    pairwise) py -m benchmarks.pairwise_gpu --out "$OUT" 2>&1 | tail -12 ;;
+    e2e-bb) py -m benchmarks.e2e_gpu --datasets balibase3 --name e2e_gpu-balibase3 \
+              --tools "${E2E_TOOLS:-torchmsa-gpu-batch,torchmsa-gpu,torchmsa-cpu,mafft-auto,famsa,kalign,clustalo}" \
+              ${E2E_LIMIT:+--limit $E2E_LIMIT} --out "$OUT" --timeout 120 2>&1 \
+              | tee "$OUT/e2e-bb.log" | grep -E "^==|Error" ;;
+    e2e-fam) py -m benchmarks.e2e_gpu --datasets "${FAM_SETS:-balifam1000,balifam10000}" \
+              --name e2e_gpu-balifam --no-overhead --timeout 300 \
+              --tools "${E2E_TOOLS:-torchmsa-gpu-batch,torchmsa-gpu,mafft-auto,famsa,kalign,clustalo}" \
+              ${E2E_LIMIT:+--limit $E2E_LIMIT} --out "$OUT" 2>&1 | tee "$OUT/e2e-fam.log" \
+              | grep -E "^==|Error" ;;
+    kmer) py -m benchmarks.kmer_gpu ${KMER_ARGS:-} --out "$OUT" 2>&1 | tail -20 ;;
+    families) py -m benchmarks.large_families ${FAM_ARGS:---quick} --threads 16 --out "$OUT" \
+              2>&1 | tail -20 ;;
+    *) echo "unknown stage $stage"; status=1 ;;
+  esac
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+done
+exit $status
