@@ -182,7 +182,7 @@ def _kmer_gemm_fwd_kernel(
     for _ in range(0, K, BLOCK_K):
         b_a = tl.load(p_a)
         b_b = tl.load(p_b)
-        b_acc = tl.dot(b_a, b_b, b_acc)
+        b_acc = tl.dot(b_a, b_b, b_acc, out_dtype=tl.int32)
         p_a += BLOCK_K
         p_b += BLOCK_K
     m_o = (o_m[:, None] < M) & (o_n[None, :] < N)
