@@ -189,7 +189,8 @@ def main(argv=None) -> int:
             if tool == "torchmsa-gpu-batch":
                 rows, wall = run_torchmsa_batch(dataset, cases, ddir, args)
             elif tool in ("torchmsa-gpu", "torchmsa-cpu"):
-                rows, wall = run_torchmsa(dataset, cases, ddir, args, tool.split("-")[1])
+                device = "cuda" if tool == "torchmsa-gpu" else "cpu"
+                rows, wall = run_torchmsa(dataset, cases, ddir, args, device)
             else:
                 rows, wall = run_peer_tool(dataset, cases, ddir, tool, args)
             if not rows:
