@@ -46,12 +46,15 @@ class ProfileScoring:
         gap_open: DP units for opening a gap in every sequence of a profile.
         gap_extend: DP units per further gap column.
         terminal: factor (numerator, denominator) on the opening cost at a profile's ends.
+        substitution: the substitution matrix in its own units (no scale, no offset), for
+            distances computed from alignments.
     """
 
     matrix: torch.Tensor
     gap_open: int
     gap_extend: int
     terminal: tuple[int, int] = (1, 1)
+    substitution: torch.Tensor | None = None
 
 
 @dataclass

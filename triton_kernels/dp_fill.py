@@ -272,7 +272,9 @@ def _finish(res, n_1, m_1, m_p, oa0, ca0, ext, MODE: tl.constexpr):
     return score, end_i, end_j
 
 
-@triton.jit
+# Scalar sizes and costs vary from launch to launch: specialising on them (== 1, % 16 == 0)
+# would compile new variants mid-run.
+@triton.jit(do_not_specialize=["b_stride", "gap_open", "ext", "P", "WPR", "A"])
 def _dp_fill_kernel(
     sc_ptr,
     sc_off_ptr,

@@ -16,7 +16,7 @@ LOCAL: tl.constexpr = tl.constexpr(1)
 SEMIGLOBAL: tl.constexpr = tl.constexpr(2)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["P"])
 def _dp_traceback_kernel(
     tr_ptr,
     tr_off_ptr,

@@ -19,10 +19,13 @@ def column_scores(
     sum is an integer below 2^51, so the float64 matrix product is exact in any summation order.
     The quotient is below 2^13 in magnitude, so its rounding error is below 2^-40, while a
     non-integer quotient lies at least ``1 / (w_a w_b) >= 2^-38`` from an integer: ``floor`` of
-    the correctly rounded division is the exact floor on every IEEE device.
+    the correctly rounded division is the exact floor on every IEEE device. The divisor is a
+    tensor on the product's device: PyTorch's CUDA division by a CPU scalar multiplies by the
+    reciprocal instead, which is not always the correctly rounded quotient.
     """
     raw = (prof_a @ matrix) @ prof_b.T
-    return torch.floor(raw.div_(float(w_a * w_b))).to(torch.int32)
+    denom = torch.tensor(float(int(w_a) * int(w_b)), dtype=torch.float64, device=raw.device)
+    return torch.floor(raw.div_(denom)).to(torch.int32)
 
 
 def _buckets(cells: list[int], n: list[int], m: list[int]) -> list[list[int]]:
@@ -76,7 +79,20 @@ def batched_column_scores(
     n_l, m_l, c_l = n.tolist(), m.tolist(), cells.tolist()
     pm = prof @ matrix
     pm = torch.cat([pm, pm.new_zeros(1, pm.shape[1])])
+    off_a_l, off_b_l, s_off_l = off_a.tolist(), off_b.tolist(), s_off.tolist()
+    wa_l, wb_l = w_a.tolist(), w_b.tolist()
     for bucket in _buckets(c_l, n_l, m_l):
+        if len(bucket) == 1:
+            p = bucket[0]
+            block = column_scores(
+                prof[off_a_l[p] : off_a_l[p] + n_l[p]],
+                prof[off_b_l[p] : off_b_l[p] + m_l[p]],
+                matrix,
+                wa_l[p],
+                wb_l[p],
+            )
+            S[s_off_l[p] : s_off_l[p] + c_l[p]] = block.view(-1)
+            continue
         idx = torch.tensor(bucket, dtype=torch.int64, device=device)
         n_max, m_max = max(n_l[p] for p in bucket), max(m_l[p] for p in bucket)
         ia = torch.arange(n_max, device=device)
@@ -87,7 +103,13 @@ def batched_column_scores(
         raw = torch.bmm(pm[rows_a], padded[rows_b].transpose(1, 2))
         denom = (w_a[idx] * w_b[idx]).to(torch.float64)[:, None, None]
         vals = torch.floor(raw.div_(denom)).to(torch.int32)
-        valid = (ia[None, :, None] < nb[:, :, None]) & (ib[None, None, :] < mb[:, None, :])
-        dest = s_off[idx][:, None, None] + ia[None, :, None] * mb[:, :, None] + ib[None, None, :]
-        S[dest[valid]] = vals[valid]
+        if device.type == "cuda":  # one scatter beats a launch per pair
+            valid = (ia[None, :, None] < nb[:, :, None]) & (ib[None, None, :] < mb[:, None, :])
+            dest = s_off[idx][:, None, None] + ia[None, :, None] * mb[:, :, None]
+            dest = dest + ib[None, None, :]
+            S[dest[valid]] = vals[valid]
+        else:  # on the CPU plain copies of each pair's block are cheaper than a masked scatter
+            for k, p in enumerate(bucket):
+                block = vals[k, : n_l[p], : m_l[p]].reshape(-1)
+                S[s_off_l[p] : s_off_l[p] + c_l[p]] = block
     return S, s_off
