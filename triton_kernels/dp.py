@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+
 from torchmsa._triton import dp_plan
 from torchmsa._triton.dp_fill import _dp_fill_kernel
 from torchmsa._triton.dp_query import _query_profile_kernel
