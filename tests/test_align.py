@@ -210,3 +210,19 @@ def test_balibase_accuracy(case):
         list(zip(aln.names, aln.rows)), BALIBASE / f"{case}.ref.fasta", core=core
     )
     assert score.sp >= 0.6, score
+
+
+def test_align_many_equals_one_by_one():
+    rng = np.random.default_rng(4)
+    jobs = [_family(rng, 5, 30), _family(rng, 3, 20), ["MKV"], _family(rng, 7, 25)]
+    jobs[1].append("")
+    for mode in ("fast", "default"):
+        many = torchmsa.align_many(jobs, device="cpu", mode=mode)
+        single = [torchmsa.align(j, device="cpu", mode=mode) for j in jobs]
+        assert [a.rows for a in many] == [a.rows for a in single]
+        assert all(a.metadata["jobs_in_batch"] == len(jobs) for a in many)
+
+
+def test_auto_mode_choices():
+    small = torchmsa.align(["MKVLAAGHW", "MKVLAGHW", "MKILAAGHW"], device="cpu")
+    assert small.metadata["mode"] == "accurate" and small.metadata["requested_mode"] == "auto"

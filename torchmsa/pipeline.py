@@ -1,12 +1,17 @@
-"""Modes to stages: ``torchmsa.align``.
+"""Modes to stages: ``torchmsa.align`` and ``torchmsa.align_many``.
 
 =========== ==========================================================================
 mode        stages
 =========== ==========================================================================
 fast        6-mer distances -> guide tree -> one progressive pass
-default     fast, then distances from that alignment -> new tree -> second pass
-            (MAFFT FFT-NS-2 style)
-auto        ``default`` up to 20,000 sequences, ``fast`` above (recorded in metadata)
+default     fast, then distances from that alignment -> new tree -> second pass ->
+            two rounds of refinement (MAFFT FFT-NS-2 style, plus light refinement)
+accurate    all-pairs local alignments -> distances and a consistency library -> tree ->
+            progressive pass with consistency -> refinement until no edge gains (at most
+            16 rounds; MAFFT L-INS-i style)
+auto        ``accurate`` up to 200 sequences of at most 2,000 residues, ``default`` up to
+            20,000 sequences, ``fast`` with a PartTree guide tree above; the choice is in
+            ``Alignment.metadata["mode"]``
 =========== ==========================================================================
 """
 
