@@ -26,6 +26,37 @@ SCAN_LIMIT = 1 << 28
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _row_e(t, e, h0, m, ext, g_open, g_close, mode, scan_ok):
+    """E of one row into ``e[1..m]`` from ``t`` (max of diagonal and up) and ``h0 = H[i, 0]``.
+
+    A running maximum when ``scan_ok`` and ``g_open + g_close >= ext`` (module docstring),
+    else the scalar chain through H.
+    """
+    zero = np.int32(0)
+    if scan_ok and g_open + g_close >= ext:
+        run = np.int32(NEG)
+        u = h0
+        for j in range(1, m + 1):
+            run = max(run, u)
+            e[j] = run
+            tj = t[j]
+            if mode == LOCAL:
+                tj = max(tj, zero)
+            u = tj + j * ext
+        for j in range(1, m + 1):
+            e[j] = e[j] - g_open - (j - 1) * ext
+    else:
+        ev = np.int32(NEG)
+        hl = h0
+        for j in range(1, m + 1):
+            ev = max(ev - ext, hl - g_open)
+            e[j] = ev
+            hl = max(t[j], ev - g_close)
+            if mode == LOCAL:
+                hl = max(hl, zero)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
     """As ``dp._fill``: direction bits into ``trace [n+1, m+1]``, returns (score, i, j)."""
     hp = np.empty(m + 1, np.int32)
@@ -64,27 +95,7 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
             t[j] = fc if up else d
             bits[j] = (F_EXT if f_ext >= f_open else 0) | (H_UP if up else 0)
         hn[0] = h0
-        if scan_ok and oa + ca >= ext:
-            run = np.int32(NEG)
-            u = h0
-            for j in range(1, m + 1):
-                run = max(run, u)
-                e[j] = run
-                tj = t[j]
-                if mode == LOCAL:
-                    tj = max(tj, zero)
-                u = tj + j * ext
-            for j in range(1, m + 1):
-                e[j] = e[j] - oa - (j - 1) * ext
-        else:
-            ev = np.int32(NEG)
-            hl = h0
-            for j in range(1, m + 1):
-                ev = max(ev - ext, hl - oa)
-                e[j] = ev
-                hl = max(t[j], ev - ca)
-                if mode == LOCAL:
-                    hl = max(hl, zero)
+        _row_e(t, e, h0, m, ext, oa, ca, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
             ec = e[j] - ca
@@ -143,7 +154,7 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
     best, bi, bj = NEG, 0, 0
     if mode == LOCAL:
         best = 0
-    scan_ok = m * int(ge) < SCAN_LIMIT and go >= ge
+    scan_ok = m * int(ge) < SCAN_LIMIT
     for i in range(1, n + 1):
         if mode == SEMIGLOBAL and hp[m] > best:
             best, bi, bj = hp[m], i - 1, m
@@ -153,27 +164,7 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
             fv = max(f[j] - ge, hp[j] - go)
             f[j] = fv
             t[j] = max(hp[j - 1] + row[j - 1], fv)
-        if scan_ok:
-            run = np.int32(NEG)
-            u = h0
-            for j in range(1, m + 1):
-                run = max(run, u)
-                e[j] = run
-                tj = t[j]
-                if mode == LOCAL:
-                    tj = max(tj, zero)
-                u = tj + j * ge
-            for j in range(1, m + 1):
-                e[j] = e[j] - go - (j - 1) * ge
-        else:
-            ev = np.int32(NEG)
-            hl = h0
-            for j in range(1, m + 1):
-                ev = max(ev - ge, hl - go)
-                e[j] = ev
-                hl = max(t[j], ev)
-                if mode == LOCAL:
-                    hl = max(hl, zero)
+        _row_e(t, e, h0, m, ge, go, zero, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
             h = max(t[j], e[j])
