@@ -5,7 +5,8 @@
 #   kernels   gpu tests of the Triton kernels (DP, k-mers)
 #   pipeline  gpu tests of the whole pipeline (GPU == CPU on BAliBASE; TORCHMSA_GPU_MODES)
 #   pairwise  benchmarks.pairwise_gpu
-#   e2e-bb    benchmarks.e2e_gpu on balibase3 (E2E_TOOLS, E2E_LIMIT)
+#   e2e-bb    benchmarks.e2e_gpu on balibase3 (E2E_TOOLS, E2E_LIMIT, E2E_CASES, E2E_SHARD,
+#             E2E_MODE, E2E_NAME, E2E_TIMEOUT, E2E_EXTRA)
 #   e2e-fam   benchmarks.e2e_gpu on balifam1000,balifam10000
 #   kmer      benchmarks.kmer_gpu;  families  benchmarks.large_families
 set -uo pipefail
@@ -28,9 +29,10 @@ for stage in "$@"; do
                -k "${TORCHMSA_GPU_MODES:-fast or default or auto or missing}" 2>&1 \
                | tee "$OUT/pipeline.log" | tail -15 ;;
     pairwise) py -m benchmarks.pairwise_gpu --out "$OUT" 2>&1 | tail -12 ;;
-    e2e-bb) py -m benchmarks.e2e_gpu --datasets balibase3 --name e2e_gpu-balibase3 \
+    e2e-bb) py -m benchmarks.e2e_gpu --datasets balibase3 --name "${E2E_NAME:-e2e_gpu-balibase3}" \
               --tools "${E2E_TOOLS:-torchmsa-gpu-batch,torchmsa-gpu,torchmsa-cpu,mafft-auto,famsa,kalign,clustalo}" \
-              ${E2E_LIMIT:+--limit $E2E_LIMIT} --out "$OUT" --timeout 120 2>&1 \
+              ${E2E_EXTRA:-} --mode "${E2E_MODE:-default}" --shard "${E2E_SHARD:-0/1}" ${E2E_CASES:+--cases $E2E_CASES} \
+              ${E2E_LIMIT:+--limit $E2E_LIMIT} --out "$OUT" --timeout "${E2E_TIMEOUT:-120}" 2>&1 \
               | tee "$OUT/e2e-bb.log" | grep -E "^==|Error" ;;
     e2e-fam) py -m benchmarks.e2e_gpu --datasets "${FAM_SETS:-balifam1000,balifam10000}" \
               --name e2e_gpu-balifam --no-overhead --timeout 300 \

@@ -1,7 +1,12 @@
 """End to end on a GPU machine: torchmsa on the GPU and on the CPU, and the peers, same run.
 
     python -m benchmarks.e2e_gpu --datasets balibase3,balifam1000 [--tools ...] [--threads 16]
-        [--limit N] [--mode default] [--timeout S] [--name e2e_gpu] [--out DIR]
+        [--cases BB RV30 ...] [--shard K/N] [--limit N] [--mode default] [--timeout S]
+        [--name e2e_gpu] [--out DIR]
+
+``--cases`` keeps the cases matching any token (as in ``benchmarks.accuracy``); ``--shard K/N``
+keeps every N-th of them from the K-th (0-based), so a long table can be run in several calls of
+the device's 10-minute limit and merged by ``python -m benchmarks.merge_results``.
 
 Tools:
 
@@ -165,12 +170,24 @@ def summary(rows, dataset, tool, wall) -> dict:
     }
 
 
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        k, n = -1, 0
+    if not 0 <= k < n:
+        raise SystemExit(f"--shard {text!r}: use K/N with 0 <= K < N, e.g. 0/3")
+    return k, n
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="balibase3,balifam1000,balifam10000")
     ap.add_argument("--tools", default=DEFAULT_TOOLS)
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--limit", type=int, default=None, help="at most N cases per dataset")
+    ap.add_argument("--cases", nargs="*", default=[], help="case names, prefixes or RV sets")
+    ap.add_argument("--shard", default="0/1", help="K/N: every N-th case from the K-th")
     ap.add_argument("--mode", default="default")
     ap.add_argument("--timeout", type=float, default=None)
     ap.add_argument("--no-overhead", dest="overhead", action="store_false")
@@ -178,12 +195,13 @@ def main(argv=None) -> int:
     ap.add_argument("--name", default="e2e_gpu")
     ap.add_argument("--out", default=str(RESULTS_DIR))
     args = ap.parse_args(argv)
+    shard, n_shards = _shard(args.shard)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     torch.set_num_threads(args.threads)
     all_rows, sums = [], []
     for dataset in args.datasets.split(","):
         ddir = Path(args.data) / dataset
-        cases = select_cases(load_cases(ddir), [], args.limit)
+        cases = select_cases(load_cases(ddir), args.cases, args.limit)[shard::n_shards]
         for tool in args.tools.split(","):
             t0 = time.perf_counter()
             if tool == "torchmsa-gpu-batch":
@@ -201,7 +219,8 @@ def main(argv=None) -> int:
     meta = run_metadata("cuda" if torch.cuda.is_available() else "cpu")
     header = (
         f"torchmsa mode `{args.mode}`; peers and torchmsa-cpu with {args.threads} threads "
-        f"on the same machine's CPU. wall_s: summed per-case wall time (one align_many "
+        f"on the same machine's CPU. Cases: {' '.join(args.cases) or 'all'}, shard "
+        f"{args.shard}. wall_s: summed per-case wall time (one align_many "
         f"call for torchmsa-gpu-batch). Overhead: wall minus GPU kernel time per case.\n"
     )
     write_results(args.name, sums, header, out_dir=args.out, metadata=meta)

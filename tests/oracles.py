@@ -3,27 +3,42 @@
 from __future__ import annotations
 
 NEG = float("-inf")
+ONE = 256  # residue factor of a column without gaps
 
 
-def dp_matrices(S, open_a, close_a, open_b, close_b, ext, mode):
-    """Fill H, E, F (lists of lists) for score matrix ``S`` (n x m lists) and boundary costs."""
+def facing(cost, res):
+    """A gap cost scaled by the residue fraction res / 256 of the column it faces, floored."""
+    return cost * res // ONE
+
+
+def dp_matrices(S, open_a, close_a, open_b, close_b, ext, mode, res_a=None, res_b=None):
+    """Fill H, E, F (lists of lists) for score matrix ``S`` (n x m lists) and boundary costs.
+
+    ``res_a[i]`` / ``res_b[j]`` (default 256) scale the costs of gaps facing row i / column j.
+    """
     n = len(S)
     m = len(S[0]) if n else len(open_b) - 1
+    ra = res_a if res_a is not None else [ONE] * (n + 1)
+    rb = res_b if res_b is not None else [ONE] * (m + 1)
     H = [[0] * (m + 1) for _ in range(n + 1)]
     E = [[NEG] * (m + 1) for _ in range(n + 1)]
     F = [[NEG] * (m + 1) for _ in range(n + 1)]
     for j in range(1, m + 1):
         if mode == "global":
-            E[0][j] = -(open_a[0] + (j - 1) * ext)
-            H[0][j] = E[0][j] - close_a[0]
+            E[0][j] = -(facing(open_a[0], rb[1]) + (j - 1) * ext)
+            H[0][j] = E[0][j] - facing(close_a[0], rb[j])
     for i in range(1, n + 1):
         if mode == "global":
-            F[i][0] = -(open_b[0] + (i - 1) * ext)
-            H[i][0] = F[i][0] - close_b[0]
+            F[i][0] = -(facing(open_b[0], ra[1]) + (i - 1) * ext)
+            H[i][0] = F[i][0] - facing(close_b[0], ra[i])
         for j in range(1, m + 1):
-            E[i][j] = max(E[i][j - 1] - ext, H[i][j - 1] - open_a[i])
-            F[i][j] = max(F[i - 1][j] - ext, H[i - 1][j] - open_b[j])
-            h = max(H[i - 1][j - 1] + S[i - 1][j - 1], F[i][j] - close_b[j], E[i][j] - close_a[i])
+            E[i][j] = max(E[i][j - 1] - ext, H[i][j - 1] - facing(open_a[i], rb[j]))
+            F[i][j] = max(F[i - 1][j] - ext, H[i - 1][j] - facing(open_b[j], ra[i]))
+            h = max(
+                H[i - 1][j - 1] + S[i - 1][j - 1],
+                F[i][j] - facing(close_b[j], ra[i]),
+                E[i][j] - facing(close_a[i], rb[j]),
+            )
             H[i][j] = max(h, 0) if mode == "local" else h
     return H, E, F
 
@@ -40,10 +55,11 @@ def end_cell(H, mode):
     return next((i, j) for i, j in cells if H[i][j] == best)
 
 
-def align(S, open_a, close_a, open_b, close_b, ext, mode):
+def align(S, open_a, close_a, open_b, close_b, ext, mode, res_a=None, res_b=None):
     """``(score, ops, start, end)`` by the tie rule of ``torchmsa/cpu/dp.py``."""
-    H, E, F = dp_matrices(S, open_a, close_a, open_b, close_b, ext, mode)
+    H, E, F = dp_matrices(S, open_a, close_a, open_b, close_b, ext, mode, res_a, res_b)
     n, m = len(H) - 1, len(H[0]) - 1
+    ra = res_a if res_a is not None else [ONE] * (n + 1)
     ei, ej = end_cell(H, mode)
     score = H[ei][ej]
     rev = []
@@ -58,7 +74,7 @@ def align(S, open_a, close_a, open_b, close_b, ext, mode):
                 rev.append(0)
                 i, j = i - 1, j - 1
                 continue
-            state = "F" if H[i][j] == F[i][j] - close_b[j] else "E"
+            state = "F" if H[i][j] == F[i][j] - facing(close_b[j], ra[i]) else "E"
         if state == "F":
             rev.append(1)
             state = "F" if F[i][j] == F[i - 1][j] - ext else "H"

@@ -106,6 +106,8 @@ def test_bad_input_and_arguments():
         torchmsa.align(["MKV", "MKV"], tree="random", device="cpu")
     with pytest.raises(ScoringError):
         torchmsa.align(["MKV", "MKV"], gap_open=1, gap_extend=3, device="cpu")
+    with pytest.raises(ScoringError, match="below 32768"):
+        torchmsa.align(["MKV", "MKV"], gap_open=40_000, device="cpu")
     with pytest.raises(torchmsa.errors.DeviceError):
         torchmsa.align(["MKV", "MKV"], device="cuda:99")
 

@@ -40,7 +40,7 @@ def test_missing_cuda_device_is_a_clear_error():
 
 
 @needs_cuda
-@pytest.mark.parametrize("mode", ["fast", "default"])
+@pytest.mark.parametrize("mode", ["fast", "default", "accurate"])
 def test_gpu_and_cpu_alignments_are_identical_on_balibase(mode):
     data = _balibase()
     if data is None:

@@ -44,6 +44,17 @@ def test_oracle_matches_hand_computed_matrix(mode):
     assert (score, ops, end) == (7, [0, 1, 0], (3, 2))
 
 
+def _residue_factors(rng, n, m):
+    """Random column residue factors: often 256 (no gaps), sometimes 0, else in between."""
+
+    def one(k):
+        r = rng.integers(0, 257, k + 1)
+        pick = rng.random(k + 1)
+        return np.where(pick < 0.4, 256, np.where(pick < 0.5, 0, r)).astype(np.int32)
+
+    return one(n), one(m)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_cpu_profile_dp_matches_oracle_with_position_specific_costs(mode):
     rng = np.random.default_rng(1)
@@ -59,10 +70,21 @@ def test_cpu_profile_dp_matches_oracle_with_position_specific_costs(mode):
             rng.integers(0, 3, m + 1).astype(np.int32),
         )
         ext = int(rng.integers(0, 3))
+        ra, rb = _residue_factors(rng, n, m)
         ops = np.zeros(n + m, np.uint8)
-        score, k, si, sj, ei, ej = dp._profile_align(S, oa, ca, ob, cb, ext, dp.MODES[mode], ops)
+        score, k, si, sj, ei, ej = dp._profile_align(
+            S, oa, ca, ob, cb, ra, rb, ext, dp.MODES[mode], ops
+        )
         ref = oracle_align(
-            S.tolist(), oa.tolist(), ca.tolist(), ob.tolist(), cb.tolist(), ext, mode
+            S.tolist(),
+            oa.tolist(),
+            ca.tolist(),
+            ob.tolist(),
+            cb.tolist(),
+            ext,
+            mode,
+            ra.tolist(),
+            rb.tolist(),
         )
         assert (score, ops[:k].tolist(), (si, sj), (ei, ej)) == ref, (S, oa, ca, ob, cb, ext)
 
@@ -208,9 +230,10 @@ def test_row_vectorised_fill_equals_scalar_fill(mode):
             rng.integers(0, 3, n + 1).astype(np.int32),
             rng.integers(0, 3, m + 1).astype(np.int32),
         )
+        ra, rb = _residue_factors(rng, n, m)
         t1, t2 = np.zeros((n + 1, m + 1), np.uint8), np.zeros((n + 1, m + 1), np.uint8)
-        r1 = dp._fill(n, m, S, oa, ca, ob, cb, ext, dp.MODES[mode], t1)
-        r2 = dp_rows.fill_rows(n, m, S, oa, ca, ob, cb, ext, dp.MODES[mode], t2)
+        r1 = dp._fill(n, m, S, oa, ca, ob, cb, ra, rb, ext, dp.MODES[mode], t1)
+        r2 = dp_rows.fill_rows(n, m, S, oa, ca, ob, cb, ra, rb, ext, dp.MODES[mode], t2)
         assert r1 == r2
         assert np.array_equal(t1[1:, 1:], t2[1:, 1:])
         a = rng.integers(0, 20, n).astype(np.uint8)
@@ -236,9 +259,11 @@ def test_path_score_of_the_optimal_path_is_the_dp_score():
             rng.integers(0, 3, n + 1).astype(np.int32),
             rng.integers(0, 3, m + 1).astype(np.int32),
         )
+        ra, rb = _residue_factors(rng, n, m)
         ops = np.zeros(n + m, np.uint8)
-        score, k, *_ = dp._profile_align(S, oa, ca, ob, cb, ext, dp.GLOBAL, ops)
-        assert dp.path_score(S, oa, ca, ob, cb, ext, ops, k) == score
+        score, k, *_ = dp._profile_align(S, oa, ca, ob, cb, ra, rb, ext, dp.GLOBAL, ops)
+        assert dp.path_score(S, oa, ca, ob, cb, ra, rb, ext, ops, k) == score
         # any other path scores no higher
         other = rng.permutation([0] * min(n, m) + [1] * (n - min(n, m)) + [2] * (m - min(n, m)))
-        assert dp.path_score(S, oa, ca, ob, cb, ext, other.astype(np.uint8), len(other)) <= score
+        other = other.astype(np.uint8)
+        assert dp.path_score(S, oa, ca, ob, cb, ra, rb, ext, other, len(other)) <= score

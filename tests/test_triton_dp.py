@@ -142,9 +142,19 @@ def _profile_batch(rng, ns, ms, lo=-20, hi=20, cost_hi=12):
     return to(S), to(offs[0]), n32, m32, oa, ca, to(offs[1]), ob, cb, to(offs[2])
 
 
-def _check_profile(device, batch, ext, mode):
-    ref = cdp.profile_align(*batch, ext, mode)
-    got = tdp.profile_align(*_to(device, *batch), ext, mode)
+def _residue_factors(rng, size):
+    """Column residue factors: many 256 (no gaps), some 0 (all gaps), the rest in between."""
+    pick = rng.random(size)
+    res = np.where(pick < 0.4, 256, np.where(pick < 0.5, 0, rng.integers(0, 257, size)))
+    return torch.from_numpy(res.astype(np.int32))
+
+
+def _check_profile(device, batch, ext, mode, rng=None):
+    res = ()
+    if rng is not None:  # gap costs scaled by the columns they face
+        res = (_residue_factors(rng, batch[4].numel()), _residue_factors(rng, batch[7].numel()))
+    ref = cdp.profile_align(*batch, ext, mode, *res)
+    got = tdp.profile_align(*_to(device, *batch), ext, mode, *_to(device, *res))
     for name, r, g in zip(("info", "ops", "ops_off"), ref, got):
         assert g.device.type == device and g.dtype == r.dtype, name
         assert torch.equal(r, g.cpu()), name
@@ -158,6 +168,7 @@ def test_profile_matches_cpu(device, shape, mode):
     rng = np.random.default_rng(7 + mode)
     batch = _profile_batch(rng, [0, 1, 6, 10, 3], [4, 0, 1, 9, 10])
     _check_profile(device, batch, int(rng.integers(0, 3)), mode)
+    _check_profile(device, batch, int(rng.integers(0, 3)), mode, rng)
 
 
 @pytest.mark.interpreter
@@ -239,7 +250,7 @@ def test_gpu_profile_real_sizes(mode):
     ns = np.concatenate([rng.integers(1, 700, 20), [0, 1, 700]])
     ms = np.concatenate([rng.integers(1, 700, 20), [5, 0, 650]])
     batch = _profile_batch(rng, ns, ms, lo=-3000, hi=3000, cost_hi=4000)
-    _check_profile("cuda", batch, int(rng.integers(0, 300)), mode)
+    _check_profile("cuda", batch, int(rng.integers(0, 300)), mode, rng)
 
 
 @pytest.mark.gpu

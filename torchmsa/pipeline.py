@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from torchmsa.alignment import Alignment
+from torchmsa.cpu.dp_rows import RES_ONE
 from torchmsa.errors import ArgumentError, ScoringError
 from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.progressive import (
@@ -82,6 +83,11 @@ def profile_scoring(alphabet, matrix=None, gap_open=None, gap_extend=None) -> Pr
         raise ScoringError(
             f"gap_extend ({g_ext}) is larger than gap_open ({g_open}); torchmsa needs "
             f"gap_extend <= gap_open"
+        )
+    if g_open * SCORE_SCALE * RES_ONE >= 1 << 31:
+        raise ScoringError(
+            f"Invalid value for `gap_open` argument: {g_open:g}; profile alignment needs gap "
+            f"costs below {(1 << 31) // (SCORE_SCALE * RES_ONE)} matrix units"
         )
     mat = torch.round(torch.from_numpy(table.astype(np.float64)) * unit + offset * SCORE_SCALE)
     if float(mat.abs().max()) >= MAX_MATRIX_UNITS:

@@ -8,7 +8,9 @@ one tree level is then a handful of batched tensor operations, the same on the C
    ``float64 [sum(C), A]`` (exact: integer values below 2^53);
 2. column scores per node pair as the matrix product ``P_a · M · P_bᵀ`` (float64, exact), turned
    into integers by exact floor division by the pair's weight product;
-3. boundary gap costs from the weighted fraction of sequences that a new gap would open a gap in;
+3. boundary gap costs from the weighted fraction of sequences that a new gap would open a gap in,
+   half paid where the gap opens and half where it closes, each scaled by the residue fraction
+   of the other profile's column that it faces (a gap against a gap costs nothing);
 4. one batched DP call (``ops/profile.py``) for every node pair of the level;
 5. the merge: each child column's new index comes from the traceback ops, and one gather moves
    every residue of the level to its new column.
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP
+from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP, RES_ONE
 from torchmsa.ops.colscores import batched_column_scores
 from torchmsa.ops.profile import profile_align
 
@@ -31,6 +33,8 @@ __all__ = [
     "ResidueTable",
     "open_costs",
     "quantize_weights",
+    "residue_factors",
+    "split_cost",
     "progressive_align",
 ]
 
@@ -113,6 +117,23 @@ def open_costs(
     return torch.where(ends, cost * num // den, cost).to(torch.int32)
 
 
+def residue_factors(col_weight: torch.Tensor, group_w: torch.Tensor) -> torch.Tensor:
+    """``int32`` residue factors ``floor(RES_ONE * column residue weight / group weight)``.
+
+    Arguments:
+        col_weight: ``float64 [C]`` weight of the sequences with a residue in each column (an
+            exact integer).
+        group_w: ``int64 [C]`` total weight of each column's profile.
+    """
+    return (col_weight.to(torch.int64) * RES_ONE // group_w).to(torch.int32)
+
+
+def split_cost(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A boundary's gap cost as (opening, closing) halves: each faces one end of the gap."""
+    close = cost // 2
+    return cost - close, close
+
+
 def _segment_ids(sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For segments of ``sizes``: (segment id of each flat element, segment offsets)."""
     off = torch.zeros(sizes.numel() + 1, dtype=torch.int64, device=sizes.device)
@@ -161,25 +182,33 @@ def _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend, cons
     ends[bnd_off[1:] - 1] = True
     open_cost = open_costs(both, kid_w[bnd_kid], ends, scoring)
 
+    # the residue factor of each column (index c + 1 of its child's boundaries)
+    col_kid, _ = _segment_ids(cols)
+    res = torch.zeros_like(both, dtype=torch.int32)
+    res_at = bnd_off[col_kid] + torch.arange(col_kid.numel(), device=device) - col_off[col_kid] + 1
+    res[res_at] = residue_factors(prof.sum(1), kid_w[col_kid])
+    gap_open, gap_close = split_cost(open_cost)
+
     n, m = cols[:n_pairs], cols[n_pairs:]
     mat = scoring.matrix.to(device=device, dtype=torch.float64)
     S, s_off = batched_column_scores(
         prof, col_off[:n_pairs], n, col_off[n_pairs:-1], m, kid_w[:n_pairs], kid_w[n_pairs:], mat
     )
-    zeros = torch.zeros_like(open_cost)
     info, ops, ops_off = profile_align(
         S,
         s_off,
         n.to(torch.int32),
         m.to(torch.int32),
-        open_cost,
-        zeros,
+        gap_open,
+        gap_close,
         bnd_off[:n_pairs],
-        open_cost,
-        zeros,
+        gap_open,
+        gap_close,
         bnd_off[n_pairs:-1],
         scoring.gap_extend,
         GLOBAL,
+        res,
+        res,
         backend=backend,
     )
     info, ops, ops_off = info.to(device), ops.to(device), ops_off.to(device)

@@ -22,7 +22,7 @@ from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP
 from torchmsa.cpu.groups import group_profile
 from torchmsa.ops.colscores import column_scores
 from torchmsa.ops.profile import profile_align
-from torchmsa.progressive import ProfileScoring, open_costs
+from torchmsa.progressive import ProfileScoring, open_costs, residue_factors, split_cost
 
 __all__ = ["refine", "partitions"]
 
@@ -84,19 +84,20 @@ class _Candidate:
                 self.w_b,
                 weights,
             )
-        self.open_a = self._costs(both_a, self.w_a, scoring)
-        self.open_b = self._costs(both_b, self.w_b, scoring)
+        self.open_a, self.close_a, self.res_a = self._costs(both_a, prof_a, self.w_a, scoring)
+        self.open_b, self.close_b, self.res_b = self._costs(both_b, prof_b, self.w_b, scoring)
         ka, kb = self.keep_a, self.keep_b
         live = ka | kb
         old = torch.where(ka & kb, 0, torch.where(ka, OP_UP, OP_LEFT))[live].to(torch.uint8)
-        zeros_a, zeros_b = torch.zeros_like(self.open_a), torch.zeros_like(self.open_b)
         self.old = int(
             cpu_dp.path_score(
                 self.S.cpu().numpy(),
                 self.open_a.cpu().numpy(),
-                zeros_a.cpu().numpy(),
+                self.close_a.cpu().numpy(),
                 self.open_b.cpu().numpy(),
-                zeros_b.cpu().numpy(),
+                self.close_b.cpu().numpy(),
+                self.res_a.cpu().numpy(),
+                self.res_b.cpu().numpy(),
                 scoring.gap_extend,
                 old.cpu().numpy(),
                 old.numel(),
@@ -104,10 +105,14 @@ class _Candidate:
         )
 
     @staticmethod
-    def _costs(both, w, scoring):
+    def _costs(both, prof, w, scoring):
+        """The group's (opening, closing, residue factor) per boundary, as in progression."""
         ends = torch.zeros_like(both, dtype=torch.bool)
         ends[0] = ends[-1] = True
-        return open_costs(both, torch.full_like(both, w), ends, scoring)
+        g_open, g_close = split_cost(open_costs(both, torch.full_like(both, w), ends, scoring))
+        res = torch.zeros_like(g_open)
+        res[1:] = residue_factors(prof.sum(1), torch.full_like(both[1:], w))
+        return g_open, g_close, res
 
 
 def _align_batch(cands, ext, backend):
@@ -118,21 +123,21 @@ def _align_batch(cands, ext, backend):
     a_off = torch.cumsum(n + 1, 0) - (n + 1)
     b_off = torch.cumsum(m + 1, 0) - (m + 1)
     S = torch.cat([c.S.reshape(-1) for c in cands])
-    open_a = torch.cat([c.open_a for c in cands])
-    open_b = torch.cat([c.open_b for c in cands])
     info, ops, ops_off = profile_align(
         S,
         s_off.to(device),
         n.to(torch.int32).to(device),
         m.to(torch.int32).to(device),
-        open_a,
-        torch.zeros_like(open_a),
+        torch.cat([c.open_a for c in cands]),
+        torch.cat([c.close_a for c in cands]),
         a_off.to(device),
-        open_b,
-        torch.zeros_like(open_b),
+        torch.cat([c.open_b for c in cands]),
+        torch.cat([c.close_b for c in cands]),
         b_off.to(device),
         ext,
         GLOBAL,
+        torch.cat([c.res_a for c in cands]),
+        torch.cat([c.res_b for c in cands]),
         backend=backend,
     )
     info, ops, ops_off = info.cpu(), ops.cpu(), ops_off.cpu()

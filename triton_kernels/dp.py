@@ -91,7 +91,8 @@ def _chunk_calls(args, launch, chunk, fill_out, tb_out, tmp):
         bits["tr"] = tr
         return _dp_fill_kernel[(_cdiv(count, cfg.pb),)](
             sc, sc_off, args.codes_b, args.b_stride, args.n, args.m,
-            args.open_a, args.close_a, args.a_off, args.open_b, args.close_b, args.b_off,
+            args.open_a, args.close_a, args.res_a, args.a_off, args.open_b, args.close_b,
+            args.res_b, args.b_off,
             args.gap_open, args.ext, hb_h, hb_f, hb_off, tr, tr_off, order, fill_out,
             count, wpr, a_count,
             MODE=args.mode, PROFILE=args.profile, TRACE=trace, Q=cfg.q, R=cfg.r, PB=cfg.pb,
@@ -165,7 +166,22 @@ def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
     return _info(fill_out, tb_out), args.ops[:, :width]
 
 
-def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode):
+def profile_align(
+    S,
+    s_off,
+    n,
+    m,
+    open_a,
+    close_a,
+    a_off,
+    open_b,
+    close_b,
+    b_off,
+    ext,
+    mode,
+    res_a=None,
+    res_b=None,
+):
     """Many profile-profile alignments from packed buffers.
 
     Arguments:
@@ -177,6 +193,8 @@ def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off
         open_b, close_b, b_off: the same for the second profiles.
         ext: ``int`` gap extension cost.
         mode: ``GLOBAL``, ``LOCAL`` or ``SEMIGLOBAL``.
+        res_a, res_b: ``int32`` residue factors of the columns (as in ``cpu/dp.py``), laid out
+            as ``open_a`` and ``open_b``; ``None``: every factor ``RES_ONE``.
 
     Returns:
         ``(info int32 [P, 6], ops uint8 [sum(n+m)], ops_off int64 [P])`` on the inputs'
@@ -184,7 +202,7 @@ def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off
     """
     dev = S.device
     args = dp_plan.profile_args(
-        S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode
+        S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode, res_a, res_b
     )
     sizes = args.n.long() + args.m.long()
     ops_off = torch.zeros_like(sizes)

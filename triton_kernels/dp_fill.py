@@ -42,13 +42,24 @@ BIG: tl.constexpr = tl.constexpr(1 << 30)
 # packed best-cell keys h * KEY - j: max picks the larger h, then the smaller j
 KEY_BITS: tl.constexpr = tl.constexpr(14)
 KEY: tl.constexpr = tl.constexpr(1 << 14)
+RES_SHIFT: tl.constexpr = tl.constexpr(8)  # cpu/dp_rows.py: facing(cost, res)
 
 
 @triton.jit
-def _boundary(i, first_open, first_close, ext, MODE: tl.constexpr):
-    """H on row 0 or column 0 at distance ``i`` from the corner (0 at the corner)."""
+def _facing(cost, res):
+    """A gap cost scaled by the residue factor of the column it faces (``cpu/dp_rows.facing``)."""
+    return (cost * res) >> RES_SHIFT
+
+
+@triton.jit
+def _boundary(i, first_open, last_close, ext, MODE: tl.constexpr):
+    """H on row 0 or column 0 at distance ``i`` from the corner (0 at the corner).
+
+    ``first_open`` and ``last_close`` are the costs as the gap's first and i-th columns face
+    them (profiles: scaled by those columns' residue factors).
+    """
     if MODE == GLOBAL:
-        return tl.where(i > 0, -(first_open + (i - 1) * ext + first_close), 0)
+        return tl.where(i > 0, -(first_open + (i - 1) * ext + last_close), 0)
     else:
         return i * 0
 
@@ -108,8 +119,10 @@ def _step(
     sc,
     oa,
     ca,
+    ra,
     ob,
     cb,
+    rb,
     up_h,
     up_f,
     ext,
@@ -126,7 +139,9 @@ def _step(
 
     Pairwise runs keep ``G = H - gap_open`` in ``hl``, ``diag``, ``up_h`` (and the scores
     include ``+ gap_open``): both gap openings then read G as it is and each cell pays one
-    subtraction instead of two. Profile runs keep H (their opening costs vary).
+    subtraction instead of two. Profile runs keep H (their opening costs vary): row k's costs
+    ``oa[k]``, ``ca[k]`` scaled by column j's residue factor ``rb``, column j's ``ob``, ``cb``
+    by row k's ``ra[k]``.
     """
     d = diag
     hu = up_h
@@ -141,16 +156,16 @@ def _step(
         e_ext = ee[k] - ext
         f_ext = fu - ext
         if PROFILE:
-            e_open = hl[k] - oa[k]
-            f_open = hu - ob
+            e_open = hl[k] - _facing(oa[k], rb)
+            f_open = hu - _facing(ob, ra[k])
         else:
             e_open = hl[k]
             f_open = hu
         e = tl.maximum(e_ext, e_open)
         f = tl.maximum(f_ext, f_open)
         if PROFILE:
-            fc = f - cb
-            ec = e - ca[k]
+            fc = f - _facing(cb, ra[k])
+            ec = e - _facing(ca[k], rb)
         else:
             fc = f
             ec = e
@@ -242,7 +257,7 @@ def _merge_rows(
 
 
 @triton.jit
-def _finish(res, n_1, m_1, m_p, oa0, ca0, ext, MODE: tl.constexpr):
+def _finish(res, n_1, m_1, m_p, oa0, ca0_m, ext, MODE: tl.constexpr):
     """``(score, end_i, end_j)`` of each pair (``[PB]``) from its lanes' results (``[PB, Q]``).
 
     Ties go to the smallest row (rows belong to one lane each), then to the lane's column.
@@ -265,7 +280,7 @@ def _finish(res, n_1, m_1, m_p, oa0, ca0, ext, MODE: tl.constexpr):
         end_j = tl.where(empty, 0, tl.where(use_col, m_1, r_j))
     else:
         h_nm = tl.max(gs, axis=1)
-        row0_m = tl.max(_boundary(m_p, oa0, ca0, ext, MODE), axis=1)
+        row0_m = tl.max(_boundary(m_p, oa0, ca0_m, ext, MODE), axis=1)
         score = tl.where(n_1 == 0, row0_m, h_nm)
         end_i = n_1
         end_j = m_1
@@ -284,9 +299,11 @@ def _dp_fill_kernel(
     m_ptr,
     oa_ptr,
     ca_ptr,
+    ra_ptr,
     a_off_ptr,
     ob_ptr,
     cb_ptr,
+    rb_ptr,
     b_off_ptr,
     gap_open,
     ext,
@@ -329,15 +346,21 @@ def _dp_fill_kernel(
     if PROFILE:
         a_base = tl.load(a_off_ptr + p, mask=m_slot, other=0)[:, None]
         b_base = tl.load(b_off_ptr + p, mask=m_slot, other=0)[:, None]
-        oa0 = tl.load(oa_ptr + a_base, mask=m_slot[:, None], other=0)
+        # boundary gaps: the opening faces column 1 / row 1, the closing the last one
+        ra1 = tl.load(ra_ptr + a_base + 1, mask=m_slot[:, None] & (n_p > 0), other=0)
+        rb1 = tl.load(rb_ptr + b_base + 1, mask=m_slot[:, None] & (m_p > 0), other=0)
+        rb_m = tl.load(rb_ptr + b_base + m_p, mask=m_slot[:, None] & (m_p > 0), other=0)
+        oa0 = _facing(tl.load(oa_ptr + a_base, mask=m_slot[:, None], other=0), rb1)
         ca0 = tl.load(ca_ptr + a_base, mask=m_slot[:, None], other=0)
-        ob0 = tl.load(ob_ptr + b_base, mask=m_slot[:, None], other=0)
+        ca0_m = _facing(ca0, rb_m)
+        ob0 = _facing(tl.load(ob_ptr + b_base, mask=m_slot[:, None], other=0), ra1)
         cb0 = tl.load(cb_ptr + b_base, mask=m_slot[:, None], other=0)
         off = 0
     else:
         b_base = p[:, None] * b_stride
         oa0 = gap_open
         ca0 = 0
+        ca0_m = 0
         ob0 = gap_open
         cb0 = 0
         off = gap_open  # the lanes keep G = H - gap_open (see _step)
@@ -353,26 +376,34 @@ def _dp_fill_kernel(
     for kp in range(0, n_pass):
         strip = kp * Q + q
         r0 = strip * R + zero  # interior row index (DP row r0 + 1) of the strip's first row
-        diag = _boundary(r0, ob0, cb0, ext, MODE) - off
+        if PROFILE:
+            oa = ()
+            ca = ()
+            ra = ()
+            for k in tl.static_range(R):
+                row_ok = (r0 + 1 + k <= n_p) & m_slot[:, None]
+                oa = oa + (tl.load(oa_ptr + a_base + r0 + 1 + k, mask=row_ok, other=0),)
+                ca = ca + (tl.load(ca_ptr + a_base + r0 + 1 + k, mask=row_ok, other=0),)
+                ra = ra + (tl.load(ra_ptr + a_base + r0 + 1 + k, mask=row_ok, other=0),)
+            ra_top = tl.load(ra_ptr + a_base + r0, mask=(r0 <= n_p) & m_slot[:, None], other=0)
+            diag = _boundary(r0, ob0, _facing(cb0, ra_top), ext, MODE)
+        else:
+            oa = gap_open
+            ca = 0
+            ra = 0
+            diag = _boundary(r0, ob0, cb0, ext, MODE) - off
         hl = ()
         ee = ()
         bs = ()
         bj = ()
         for k in tl.static_range(R):
-            hl = hl + (_boundary(r0 + 1 + k, ob0, cb0, ext, MODE) - off,)
+            if PROFILE:
+                hl = hl + (_boundary(r0 + 1 + k, ob0, _facing(cb0, ra[k]), ext, MODE),)
+            else:
+                hl = hl + (_boundary(r0 + 1 + k, ob0, cb0, ext, MODE) - off,)
             ee = ee + (zero + NEG,)
             bs = bs + (zero,)
             bj = bj + (zero,)
-        if PROFILE:
-            oa = ()
-            ca = ()
-            for k in tl.static_range(R):
-                row_ok = (r0 + 1 + k <= n_p) & m_slot[:, None]
-                oa = oa + (tl.load(oa_ptr + a_base + r0 + 1 + k, mask=row_ok, other=0),)
-                ca = ca + (tl.load(ca_ptr + a_base + r0 + 1 + k, mask=row_ok, other=0),)
-        else:
-            oa = gap_open
-            ca = 0
         out_h = zero
         out_f = zero
         strip_ok = r0 < n_p
@@ -401,22 +432,25 @@ def _dp_fill_kernel(
                 m_hb = lane0 & act & (kp > 0)
                 hb_h = tl.load(hb_h_ptr + hb_base + (j - 1), mask=m_hb, other=0)
                 hb_f = tl.load(hb_f_ptr + hb_base + (j - 1), mask=m_hb, other=0)
-                row0 = _boundary(j, oa0, ca0, ext, MODE) - off
-                up_h = tl.where(lane0, tl.where(first, row0, hb_h), g_h)
-                up_f = tl.where(lane0, tl.where(first, NEG, hb_f), g_f)
                 if PROFILE:
                     m_col = act & (j <= m_p)
                     ob = tl.load(ob_ptr + b_base + j, mask=m_col, other=0)
                     cb = tl.load(cb_ptr + b_base + j, mask=m_col, other=0)
+                    rb = tl.load(rb_ptr + b_base + j, mask=m_col, other=0)
+                    row0 = _boundary(j, oa0, _facing(ca0, rb), ext, MODE)
                 else:
                     ob = gap_open
                     cb = 0
+                    rb = 0
+                    row0 = _boundary(j, oa0, ca0, ext, MODE) - off
+                up_h = tl.where(lane0, tl.where(first, row0, hb_h), g_h)
+                up_f = tl.where(lane0, tl.where(first, NEG, hb_f), g_f)
                 sc = _scores(
                     sc_ptr, s_base, b_ptr, b_base, r0, j, n_p, m_p, act, WPR, A, R, EB,
                     PROFILE, phase != 1,
                 )  # fmt: skip
                 hl, ee, bs, bj, diag, out_h, out_f, words = _step(
-                    hl, ee, bs, bj, diag, out_h, out_f, sc, oa, ca, ob, cb, up_h, up_f, ext,
+                    hl, ee, bs, bj, diag, out_h, out_f, sc, oa, ca, ra, ob, cb, rb, up_h, up_f, ext,
                     j, act, R, MODE, PROFILE, TRACE, PACKED, phase != 1,
                 )  # fmt: skip
                 last = (q == Q - 1) & act & (strip + 1 < tl.cdiv(n_p, R))
@@ -430,7 +464,7 @@ def _dp_fill_kernel(
         # the horizontal buffer is read by another thread in the next pass
         tl.debug_barrier()
         res = _merge_rows(res, hl, bs, bj, r0, n_p, off, R, MODE, PACKED)
-    score, end_i, end_j = _finish(res, n_1, m_1, m_p + zero, oa0, ca0, ext, MODE)
+    score, end_i, end_j = _finish(res, n_1, m_1, m_p + zero, oa0, ca0_m, ext, MODE)
     tl.store(out_ptr + p * 3, score, mask=m_slot)
     tl.store(out_ptr + p * 3 + 1, end_i, mask=m_slot)
     tl.store(out_ptr + p * 3 + 2, end_j, mask=m_slot)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from torchmsa.cpu.dp_rows import RES_ONE
 from torchmsa.errors import ArgumentError, ResourceError
 
 MODES = (0, 1, 2)
@@ -95,6 +96,8 @@ class Args:
     open_b: torch.Tensor
     close_b: torch.Tensor
     b_off: torch.Tensor
+    res_a: torch.Tensor
+    res_b: torch.Tensor
     ops: torch.Tensor | None = None
     ops_off: torch.Tensor | None = None
 
@@ -154,10 +157,14 @@ def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode
         open_b=i32,
         close_b=i32,
         b_off=i64,
+        res_a=i32,
+        res_b=i32,
     )
 
 
-def profile_args(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode):
+def profile_args(
+    S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode, res_a, res_b
+):
     dev = S.device
     lo, hi = _range(S)
 
@@ -189,6 +196,8 @@ def profile_args(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off,
         open_b=i32(open_b),
         close_b=i32(close_b),
         b_off=i64(b_off),
+        res_a=i32(torch.full_like(open_a, RES_ONE) if res_a is None else res_a),
+        res_b=i32(torch.full_like(open_b, RES_ONE) if res_b is None else res_b),
     )
 
 

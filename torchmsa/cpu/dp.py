@@ -11,6 +11,15 @@ column and ``ext`` for each further one, and likewise for gaps in b::
     H[i,j] = max(H[i-1,j-1] + S[i-1,j-1], F[i,j] - close_b[j], E[i,j] - close_a[i])
              (local: also 0)
 
+Profile alignment scales each opening and closing cost by the residue fraction of the column it
+faces (sum-of-pairs with gaps: a new gap facing a column of gaps makes gap-gap pairs, which cost
+nothing): with ``res_a``, ``res_b`` in ``0 .. RES_ONE`` per column (index k >= 1 is column k;
+index 0 is unused), ``open_a[i]`` at cell (i, j) becomes ``open_a[i] * res_b[j] >> RES_SHIFT``
+(:func:`facing`), ``close_a[i]`` likewise, and ``open_b[j]``, ``close_b[j]`` take ``res_a[i]``.
+The boundaries follow: ``H[0, j] = -(facing(open_a[0], res_b[1]) + facing(close_a[0],
+res_b[j]) + (j - 1) ext)`` and symmetrically in column 0. With every factor ``RES_ONE`` the
+costs are the plain ones (pairwise alignment).
+
 Modes: ``GLOBAL``; ``LOCAL`` (Smith-Waterman); ``SEMIGLOBAL`` (end gaps free on both ends of
 both sequences: H is 0 on row 0 and column 0, and the result is the best cell of the last row
 or last column).
@@ -37,7 +46,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from torchmsa.cpu.dp_rows import fill_rows, pair_score_rows
+from torchmsa.cpu.dp_rows import RES_ONE, facing, fill_rows, pair_score_rows
 
 GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2
 MODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
@@ -93,13 +102,17 @@ def _pair_score(a, n, b, m, mat, go, ge, mode):
 
 
 @njit(cache=True, nogil=True)
-def _fill(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
+def _fill(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, trace):
     """Full DP with direction bits in ``trace [n+1, m+1]``: ``(score, end_i, end_j)``."""
     h_row = np.empty(m + 1, np.int32)
     f_row = np.empty(m + 1, np.int32)
     h_row[0] = 0
     for j in range(1, m + 1):
-        h_row[j] = -(open_a[0] + (j - 1) * ext + close_a[0]) if mode == GLOBAL else 0
+        if mode == GLOBAL:
+            lead = facing(open_a[0], res_b[1]) + facing(close_a[0], res_b[j])
+            h_row[j] = -(lead + (j - 1) * ext)
+        else:
+            h_row[j] = 0
         f_row[j] = NEG
     best, bi, bj = NEG, 0, 0
     if mode == LOCAL:
@@ -108,30 +121,34 @@ def _fill(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
         if mode == SEMIGLOBAL and h_row[m] > best:
             best, bi, bj = h_row[m], i - 1, m
         diag = h_row[0]
-        h_left = -(open_b[0] + (i - 1) * ext + close_b[0]) if mode == GLOBAL else 0
+        h_left = 0
+        if mode == GLOBAL:
+            lead = facing(open_b[0], res_a[1]) + facing(close_b[0], res_a[i])
+            h_left = -(lead + (i - 1) * ext)
         h_row[0] = h_left
         e = NEG
         oa = open_a[i]
         ca = close_a[i]
+        ra = res_a[i]
         for j in range(1, m + 1):
             bits = 0
             e_ext = e - ext
-            e_open = h_left - oa
+            e_open = h_left - facing(oa, res_b[j])
             if e_ext >= e_open:
                 e = e_ext
                 bits |= E_EXT
             else:
                 e = e_open
             f_ext = f_row[j] - ext
-            f_open = h_row[j] - open_b[j]
+            f_open = h_row[j] - facing(open_b[j], ra)
             if f_ext >= f_open:
                 f = f_ext
                 bits |= F_EXT
             else:
                 f = f_open
             h = diag + S[i - 1, j - 1]
-            fc = f - close_b[j]
-            ec = e - ca
+            fc = f - facing(close_b[j], ra)
+            ec = e - facing(ca, res_b[j])
             if fc > h:
                 h = fc
                 bits |= H_UP
@@ -207,11 +224,13 @@ def _traceback(n, m, trace, mode, end_i, end_j, ops):
 
 
 @njit(cache=True, nogil=True)
-def _profile_align(S, open_a, close_a, open_b, close_b, ext, mode, ops):
+def _profile_align(S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, ops):
     """Profile-profile DP with traceback: ``(score, n_ops, start_i, start_j, end_i, end_j)``."""
     n, m = S.shape
     trace = np.empty((n + 1, m + 1), np.uint8)
-    score, ei, ej = fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace)
+    score, ei, ej = fill_rows(
+        n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, trace
+    )
     k, si, sj = _traceback(n, m, trace, mode, ei, ej, ops)
     return score, k, si, sj, ei, ej
 
@@ -250,8 +269,10 @@ def _pair_align_batch(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, ops, ou
         open_b = np.full(m + 1, go, np.int32)
         close_a = np.zeros(n + 1, np.int32)
         close_b = np.zeros(m + 1, np.int32)
+        res_a = np.full(n + 1, RES_ONE, np.int32)
+        res_b = np.full(m + 1, RES_ONE, np.int32)
         score, k, si, sj, ei, ej = _profile_align(
-            S, open_a, close_a, open_b, close_b, ge, mode, ops[p]
+            S, open_a, close_a, open_b, close_b, res_a, res_b, ge, mode, ops[p]
         )
         out[p, 0] = score
         out[p, 1] = k
@@ -263,7 +284,23 @@ def _pair_align_batch(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, ops, ou
 
 @njit(cache=True, parallel=True)
 def _profile_align_batch(
-    S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode, ops, ops_off, out
+    S,
+    s_off,
+    n,
+    m,
+    open_a,
+    close_a,
+    res_a,
+    a_off,
+    open_b,
+    close_b,
+    res_b,
+    b_off,
+    ext,
+    mode,
+    ops,
+    ops_off,
+    out,
 ):
     """Many profile-profile alignments from packed buffers.
 
@@ -280,8 +317,10 @@ def _profile_align_batch(
         ca = close_a[a_off[p] : a_off[p] + ni + 1]
         ob = open_b[b_off[p] : b_off[p] + mi + 1]
         cb = close_b[b_off[p] : b_off[p] + mi + 1]
+        ra = res_a[a_off[p] : a_off[p] + ni + 1]
+        rb = res_b[b_off[p] : b_off[p] + mi + 1]
         score, k, si, sj, ei, ej = _profile_align(
-            sp, oa, ca, ob, cb, ext, mode, ops[ops_off[p] : ops_off[p] + ni + mi]
+            sp, oa, ca, ob, cb, ra, rb, ext, mode, ops[ops_off[p] : ops_off[p] + ni + mi]
         )
         out[p, 0] = score
         out[p, 1] = k
@@ -348,7 +387,27 @@ def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
     return torch.from_numpy(out), torch.from_numpy(ops)
 
 
-def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode):
+def full_residues(costs) -> np.ndarray:
+    """Residue factors of ``RES_ONE`` for every boundary of ``costs`` (plain gap costs)."""
+    return np.full(costs.shape[0], RES_ONE, np.int32)
+
+
+def profile_align(
+    S,
+    s_off,
+    n,
+    m,
+    open_a,
+    close_a,
+    a_off,
+    open_b,
+    close_b,
+    b_off,
+    ext,
+    mode,
+    res_a=None,
+    res_b=None,
+):
     """Many profile-profile alignments from packed buffers.
 
     Arguments:
@@ -360,6 +419,8 @@ def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off
         open_b, close_b, b_off: the same for the second profiles.
         ext: ``int`` gap extension cost.
         mode: ``GLOBAL``, ``LOCAL`` or ``SEMIGLOBAL``.
+        res_a, res_b: ``int32`` residue factors (``0 .. RES_ONE``) of the columns, laid out as
+            ``open_a`` and ``open_b`` (index 0 of each profile unused); ``None``: ``RES_ONE``.
 
     Returns:
         ``(info int32 [P, 6], ops uint8 [sum(n+m)], ops_off int64 [P])``; pair p's ops are
@@ -371,16 +432,21 @@ def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off
     np.cumsum(sizes[:-1], out=ops_off[1:])
     ops = np.zeros(int(sizes.sum()), np.uint8)
     out = np.empty((len(sizes), 6), np.int32)
+    open_a, open_b = _np(open_a), _np(open_b)
+    res_a = full_residues(open_a) if res_a is None else _np(res_a).astype(np.int32)
+    res_b = full_residues(open_b) if res_b is None else _np(res_b).astype(np.int32)
     _profile_align_batch(
         _np(S),
         _np(s_off),
         n_np,
         m_np,
-        _np(open_a),
+        open_a,
         _np(close_a),
+        res_a,
         _np(a_off),
-        _np(open_b),
+        open_b,
         _np(close_b),
+        res_b,
         _np(b_off),
         int(ext),
         int(mode),
@@ -392,13 +458,14 @@ def profile_align(S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off
 
 
 @njit(cache=True, nogil=True)
-def path_score(S, open_a, close_a, open_b, close_b, ext, ops, n_ops):
+def path_score(S, open_a, close_a, open_b, close_b, res_a, res_b, ext, ops, n_ops):
     """Global-mode score of the path ``ops[:n_ops]`` through ``S`` (as the DP would score it).
 
-    A run of k gaps at one boundary costs ``open + close + (k - 1) * min(ext, open + close)``:
-    the DP may close and reopen a gap at the same boundary when that is cheaper than extending,
-    except in a leading run along row 0 or column 0, whose cost the DP's boundary fixes at
-    ``open + close + (k - 1) * ext``.
+    A run of gaps at one boundary pays its opening cost at the first column it faces and its
+    closing cost at the last (each scaled by that column's residue factor). Between two of its
+    columns it pays ``ext``, or closing and reopening there when that is cheaper (the DP takes
+    the better), except in a leading run along row 0 or column 0, whose cost the DP's boundary
+    fixes at ``open + close + (k - 1) * ext``.
     """
     score = 0
     i = 0
@@ -418,11 +485,15 @@ def path_score(S, open_a, close_a, open_b, close_b, ext, ops, n_ops):
             run += 1
             k += 1
         if op == OP_UP:
-            o, c = open_b[j], close_b[j]
+            o, c, res, first = open_b[j], close_b[j], res_a, i + 1
             i += run
         else:
-            o, c = open_a[i], close_a[i]
+            o, c, res, first = open_a[i], close_a[i], res_b, j + 1
             j += run
-        step = ext if lead else min(ext, o + c)
-        score -= o + c + (run - 1) * step
+        score -= facing(o, res[first]) + facing(c, res[first + run - 1])
+        for x in range(first, first + run - 1):
+            step = ext
+            if not lead:
+                step = min(ext, facing(c, res[x]) + facing(o, res[x + 1]))
+            score -= step
     return score

@@ -1,16 +1,17 @@
 """Row-vectorised versions of the fills in ``dp.py``: same results, SIMD-friendly loops.
 
 The scalar recurrence carries a dependency from each cell to the next through E (gaps in a).
-Rewritten per row i, with ``T[j] = max(diag, up)`` computed for the whole row first::
+Rewritten per row i, with ``T[j] = max(diag, up)`` computed for the whole row first and the
+row's opening and closing costs ``o[j]``, ``c[j]`` of gaps in a (facing column j)::
 
-    E[j] = max(E[j-1] - ext, H[j-1] - open_a[i]),  H[j-1] = max(T[j-1], E[j-1] - close_a[i])
+    E[j] = max(E[j-1] - ext, H[j-1] - o[j]),  H[j-1] = max(T[j-1], E[j-1] - c[j-1])
 
-When ``open_a[i] + close_a[i] >= ext`` the second term of H never beats extending, so
-``E[j] = max_{k<j} (T'[k] - open_a[i] - (j-1-k) ext)`` with ``T'`` = T (clamped at 0 in local
-mode, and H[i, 0] at k = 0): a running maximum of ``T'[k] + k ext``, whose loop-carried chain is
-a single ``max``. Every other step is elementwise over the row and vectorises. Rows where the
-condition fails (or where ``m * ext`` could overflow int32) run the scalar row instead, so the
-result is always that of ``dp._fill``, bits included.
+When ``c[j-1] + o[j] >= ext`` for every j the second term of H never beats extending, so
+``E[j] = max_{k<j} (T'[k] - o[k+1] - (j-1-k) ext)`` with ``T'`` = T (clamped at 0 in local
+mode, and H[i, 0] at k = 0): a running maximum of ``T'[k] - o[k+1] + k ext``, whose
+loop-carried chain is a single ``max``. Every other step is elementwise over the row and
+vectorises. Rows where the condition fails (or where ``m * ext`` could overflow int32) run the
+scalar row instead, so the result is always that of ``dp._fill``, bits included.
 """
 
 from __future__ import annotations
@@ -23,41 +24,56 @@ NEG = -(1 << 29)
 H_UP, H_LEFT, H_STOP = 1, 2, 3
 E_EXT, F_EXT = 4, 8
 SCAN_LIMIT = 1 << 28
+RES_SHIFT = 8
+RES_ONE = 1 << RES_SHIFT
+
+
+@njit(cache=True, nogil=True, inline="always")
+def facing(cost, res):
+    """A gap cost scaled by the residue fraction ``res / RES_ONE`` of the column it faces."""
+    return (cost * res) >> RES_SHIFT
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def _row_e(t, e, h0, m, ext, g_open, g_close, mode, scan_ok):
     """E of one row into ``e[1..m]`` from ``t`` (max of diagonal and up) and ``h0 = H[i, 0]``.
 
-    A running maximum when ``scan_ok`` and ``g_open + g_close >= ext`` (module docstring),
-    else the scalar chain through H.
+    ``g_open[j]``, ``g_close[j]``: the row's costs of gaps facing column j. A running maximum
+    when ``scan_ok`` and ``g_close[j-1] + g_open[j] >= ext`` (module docstring), else the scalar
+    chain through H.
     """
     zero = np.int32(0)
-    if scan_ok and g_open + g_close >= ext:
+    if scan_ok and ext > 0:
+        for j in range(2, m + 1):
+            if g_close[j - 1] + g_open[j] < ext:
+                scan_ok = False
+                break
+    if scan_ok:
         run = np.int32(NEG)
-        u = h0
+        u = h0 - g_open[1] if m > 0 else h0
         for j in range(1, m + 1):
             run = max(run, u)
             e[j] = run
             tj = t[j]
             if mode == LOCAL:
                 tj = max(tj, zero)
-            u = tj + j * ext
+            if j < m:
+                u = tj - g_open[j + 1] + j * ext
         for j in range(1, m + 1):
-            e[j] = e[j] - g_open - (j - 1) * ext
+            e[j] = e[j] - (j - 1) * ext
     else:
         ev = np.int32(NEG)
         hl = h0
         for j in range(1, m + 1):
-            ev = max(ev - ext, hl - g_open)
+            ev = max(ev - ext, hl - g_open[j])
             e[j] = ev
-            hl = max(t[j], ev - g_close)
+            hl = max(t[j], ev - g_close[j])
             if mode == LOCAL:
                 hl = max(hl, zero)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
+def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, trace):
     """As ``dp._fill``: direction bits into ``trace [n+1, m+1]``, returns (score, i, j)."""
     hp = np.empty(m + 1, np.int32)
     hn = np.empty(m + 1, np.int32)
@@ -65,13 +81,20 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
     t = np.empty(m + 1, np.int32)
     e = np.empty(m + 1, np.int32)
     bits = np.empty(m + 1, np.uint8)
-    ob = open_b.astype(np.int32)
-    cb = close_b.astype(np.int32)
+    ob = np.empty(m + 1, np.int32)  # the row's costs of gaps in b (they face a's row i)
+    cb = np.empty(m + 1, np.int32)
+    oa = np.empty(m + 1, np.int32)  # the row's costs of gaps in a facing column j
+    ca = np.empty(m + 1, np.int32)
+    rb = res_b.astype(np.int32)
     ext = np.int32(ext)
     zero = np.int32(0)
     hp[0] = 0
     for j in range(1, m + 1):
-        hp[j] = -(open_a[0] + (j - 1) * ext + close_a[0]) if mode == GLOBAL else 0
+        if mode == GLOBAL:
+            lead = facing(open_a[0], rb[1]) + facing(close_a[0], rb[j])
+            hp[j] = -(lead + (j - 1) * ext)
+        else:
+            hp[j] = 0
     best, bi, bj = NEG, 0, 0
     if mode == LOCAL:
         best = 0
@@ -80,9 +103,17 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
         if mode == SEMIGLOBAL and hp[m] > best:
             best, bi, bj = hp[m], i - 1, m
         srow = S[i - 1]
-        oa = np.int32(open_a[i])
-        ca = np.int32(close_a[i])
-        h0 = np.int32(-(open_b[0] + (i - 1) * ext + close_b[0])) if mode == GLOBAL else zero
+        ra = np.int32(res_a[i])
+        o_i = np.int32(open_a[i])
+        c_i = np.int32(close_a[i])
+        for j in range(1, m + 1):
+            ob[j] = facing(open_b[j], ra)
+            cb[j] = facing(close_b[j], ra)
+            oa[j] = facing(o_i, rb[j])
+            ca[j] = facing(c_i, rb[j])
+        h0 = zero
+        if mode == GLOBAL:
+            h0 = np.int32(-(facing(open_b[0], res_a[1]) + facing(close_b[0], ra) + (i - 1) * ext))
         # F and T = max(diag, up), elementwise.
         for j in range(1, m + 1):
             f_ext = f[j] - ext
@@ -98,7 +129,7 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
         _row_e(t, e, h0, m, ext, oa, ca, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
-            ec = e[j] - ca
+            ec = e[j] - ca[j]
             tj = t[j]
             left = ec > tj
             h = ec if left else tj
@@ -115,7 +146,7 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, ext, mode, trace):
         e[0] = NEG
         for j in range(1, m + 1):
             e_ext = e[j - 1] - ext
-            e_open = hn[j - 1] - oa
+            e_open = hn[j - 1] - oa[j]
             trace[i, j] = bits[j] | (E_EXT if e_ext >= e_open else 0)
         if mode == LOCAL and rowmax > best:
             for j in range(1, m + 1):
@@ -155,6 +186,8 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
     if mode == LOCAL:
         best = 0
     scan_ok = m * int(ge) < SCAN_LIMIT
+    g_open = np.full(m + 1, go, np.int32)
+    g_close = np.zeros(m + 1, np.int32)
     for i in range(1, n + 1):
         if mode == SEMIGLOBAL and hp[m] > best:
             best, bi, bj = hp[m], i - 1, m
@@ -164,7 +197,7 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
             fv = max(f[j] - ge, hp[j] - go)
             f[j] = fv
             t[j] = max(hp[j - 1] + row[j - 1], fv)
-        _row_e(t, e, h0, m, ge, go, zero, mode, scan_ok)
+        _row_e(t, e, h0, m, ge, g_open, g_close, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
             h = max(t[j], e[j])

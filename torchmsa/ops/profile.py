@@ -9,7 +9,21 @@ __all__ = ["profile_align"]
 
 
 def profile_align(
-    S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode, backend="auto"
+    S,
+    s_off,
+    n,
+    m,
+    open_a,
+    close_a,
+    a_off,
+    open_b,
+    close_b,
+    b_off,
+    ext,
+    mode,
+    res_a=None,
+    res_b=None,
+    backend="auto",
 ):
     """Align many profile pairs in one call; arguments and result as ``cpu/dp.profile_align``."""
     impl = resolve_backend(backend, S.device)
@@ -18,5 +32,5 @@ def profile_align(
     else:
         kernels = cpu_dp
     return kernels.profile_align(
-        S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode
+        S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode, res_a, res_b
     )
