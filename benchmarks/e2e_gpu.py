@@ -198,6 +198,13 @@ def main(argv=None) -> int:
     shard, n_shards = _shard(args.shard)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     torch.set_num_threads(args.threads)
+    meta = run_metadata("cuda" if torch.cuda.is_available() else "cpu")
+    header = (
+        f"torchmsa mode `{args.mode}`; peers and torchmsa-cpu with {args.threads} threads "
+        f"on the same machine's CPU. Cases: {' '.join(args.cases) or 'all'}, shard "
+        f"{args.shard}. wall_s: summed per-case wall time (one align_many "
+        f"call for torchmsa-gpu-batch). Overhead: wall minus GPU kernel time per case.\n"
+    )
     all_rows, sums = [], []
     for dataset in args.datasets.split(","):
         ddir = Path(args.data) / dataset
@@ -216,15 +223,11 @@ def main(argv=None) -> int:
             all_rows += rows
             sums.append(summary(rows, dataset, tool, wall))
             print(f"== {dataset} {tool}: {sums[-1]} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    meta = run_metadata("cuda" if torch.cuda.is_available() else "cpu")
-    header = (
-        f"torchmsa mode `{args.mode}`; peers and torchmsa-cpu with {args.threads} threads "
-        f"on the same machine's CPU. Cases: {' '.join(args.cases) or 'all'}, shard "
-        f"{args.shard}. wall_s: summed per-case wall time (one align_many "
-        f"call for torchmsa-gpu-batch). Overhead: wall minus GPU kernel time per case.\n"
-    )
-    write_results(args.name, sums, header, out_dir=args.out, metadata=meta)
-    write_results(f"{args.name}-cases", all_rows, out_dir=args.out, metadata=meta, markdown=False)
+            # after every tool, so a run cut short by a time limit keeps what it finished
+            write_results(args.name, sums, header, out_dir=args.out, metadata=meta)
+            write_results(
+                f"{args.name}-cases", all_rows, out_dir=args.out, metadata=meta, markdown=False
+            )
     for s in sums:
         print(s)
     return 0
