@@ -115,9 +115,12 @@ def run_metadata(device: str | None = None) -> dict[str, str]:
             name = torch.cuda.get_device_name(index or 0)
     except Exception:  # no torch or no driver: the CPU name stands
         pass
-    commit = _git("rev-parse", "--short", "HEAD") or os.environ.get("TORCHMSA_COMMIT", "unknown")
-    if _git("status", "--porcelain", "--untracked-files=no"):
-        commit += "-dirty"
+    # a copy of the tree (the GPU machine's) may carry stale git metadata: the caller's word wins
+    commit = os.environ.get("TORCHMSA_COMMIT", "")
+    if not commit:
+        commit = _git("rev-parse", "--short", "HEAD") or "unknown"
+        if _git("status", "--porcelain", "--untracked-files=no"):
+            commit += "-dirty"
     return {
         "device": name,
         "cpu": cpu,
