@@ -96,11 +96,7 @@ def profile_scoring(alphabet, matrix=None, gap_open=None, gap_extend=None) -> Pr
             f"exact profile scores (limit {MAX_MATRIX_UNITS // SCORE_SCALE}); scale it down"
         )
     return ProfileScoring(
-        mat.to(torch.int64),
-        round(g_open * SCORE_SCALE),
-        round(g_ext * SCORE_SCALE),
-        terminal,
-        torch.from_numpy(table.astype(np.float64) / scale),
+        mat.to(torch.int64), round(g_open * SCORE_SCALE), round(g_ext * SCORE_SCALE), terminal
     )
 
 
@@ -125,8 +121,7 @@ def _kmer_tree(batch: SequenceBatch, tree: str, backend: str):
 def _alignment_distances(codes: torch.Tensor, gap: int) -> np.ndarray:
     """p-distance of every pair of rows: 1 - identical / aligned residue pairs.
 
-    Exact integer counts from float64 matrix products. (A MAFFT-like score distance with gap
-    costs was tried and lost on our BAliBASE samples: see the README.)
+    Exact integer counts from float64 matrix products.
     """
     n, width = codes.shape
     residue = (codes != gap).to(torch.float64)

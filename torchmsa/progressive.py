@@ -50,15 +50,12 @@ class ProfileScoring:
         gap_open: DP units for opening a gap in every sequence of a profile.
         gap_extend: DP units per further gap column.
         terminal: factor (numerator, denominator) on the opening cost at a profile's ends.
-        substitution: the substitution matrix in its own units (no scale, no offset), for
-            distances computed from alignments.
     """
 
     matrix: torch.Tensor
     gap_open: int
     gap_extend: int
     terminal: tuple[int, int] = (1, 1)
-    substitution: torch.Tensor | None = None
 
 
 @dataclass
@@ -182,11 +179,12 @@ def _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend, cons
     ends[bnd_off[1:] - 1] = True
     open_cost = open_costs(both, kid_w[bnd_kid], ends, scoring)
 
-    # the residue factor of each column (index c + 1 of its child's boundaries)
+    # the residue factor of each column; flat column c of child k is boundary index c + k + 1
     col_kid, _ = _segment_ids(cols)
     res = torch.zeros_like(both, dtype=torch.int32)
-    res_at = bnd_off[col_kid] + torch.arange(col_kid.numel(), device=device) - col_off[col_kid] + 1
-    res[res_at] = residue_factors(prof.sum(1), kid_w[col_kid])
+    res[torch.arange(col_kid.numel(), device=device) + col_kid + 1] = residue_factors(
+        prof.sum(1), kid_w[col_kid]
+    )
     gap_open, gap_close = split_cost(open_cost)
 
     n, m = cols[:n_pairs], cols[n_pairs:]
