@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import torchmsa
-from torchmsa.consistency import WEIGHT_MAX, Consistency, local_library, partition_tile
+from torchmsa.consistency import WEIGHT_MAX, Consistency, local_library
 from torchmsa.progressive import Forest, ResidueTable
 from torchmsa.scoring import get_scoring
 from torchmsa.sequences import SequenceBatch
@@ -64,7 +64,7 @@ def test_library_entries_are_the_local_alignments():
             assert lib.dist[x, y] == pytest.approx(want) and lib.dist[y, x] == lib.dist[x, y]
 
 
-def test_level_tiles_and_partition_tiles_match_brute_force():
+def test_level_tiles_match_brute_force():
     seqs = _family(1, n=5)
     batch, lib = _library(seqs)
     tree = build_tree(lib.dist, "upgma", batch.names)
@@ -96,44 +96,6 @@ def test_level_tiles_and_partition_tiles_match_brute_force():
         want = (brute * 7) // (int(weights[a]) * int(weights[b]))
         block = got[int(s_off[p]) : int(s_off[p]) + int(n[p] * m[p])].view(int(n[p]), int(m[p]))
         assert block.tolist() == want.tolist()
-    # A partition of unaligned rows (each its own columns) against brute force.
-    width = int(batch.lengths.sum())
-    codes = torch.full((5, width), batch.alphabet.gap_code, dtype=torch.uint8)
-    res_col, first = [], 0
-    for s in range(5):
-        L = int(batch.lengths[s])
-        codes[s, first : first + L] = batch.codes[s, :L]
-        res_col += list(range(first, first + L))
-        first += L
-    side = torch.tensor([True, False, True, False, False])
-    keep_a = (codes[side] != batch.alphabet.gap_code).any(0)
-    keep_b = (codes[~side] != batch.alphabet.gap_code).any(0)
-    tile = partition_tile(
-        lib,
-        7,
-        side,
-        torch.tensor(res_col),
-        table.seq_off,
-        keep_a,
-        keep_b,
-        int(weights[side].sum()),
-        int(weights[~side].sum()),
-        weights,
-    )
-    ka, kb = torch.cumsum(keep_a, 0) - 1, torch.cumsum(keep_b, 0) - 1
-    brute = np.zeros(tuple(tile.shape), np.int64)
-    for e in range(len(lib)):
-        x, y = int(lib.x[e]), int(lib.y[e])
-        if bool(side[x]) == bool(side[y]):
-            continue
-        cx, cy = (
-            res_col[int(table.seq_off[x]) + int(lib.i[e])],
-            res_col[int(table.seq_off[y]) + int(lib.j[e])],
-        )
-        ca, cb = (cx, cy) if side[x] else (cy, cx)
-        brute[int(ka[ca]), int(kb[cb])] += int(lib.w[e]) * int(weights[x]) * int(weights[y])
-    want = (brute * 7) // (int(weights[side].sum()) * int(weights[~side].sum()))
-    assert tile.tolist() == want.tolist()
 
 
 def test_accurate_mode_aligns_and_keeps_residues():

@@ -73,3 +73,105 @@ def test_refine_leaves_an_optimal_alignment_alone():
     assert len({len(r) for r in _rows(new)}) == 1
     if applied == 0:
         assert torch.equal(new, codes)
+
+
+def _oracle_side(rows, codes, weights, n_alpha, gap_open, terminal):
+    """Plain Python: kept columns, profile, weight, gap costs and residue factors of a group."""
+    width = len(codes[0])
+    keep = [c for c in range(width) if any(codes[r][c] != GAP for r in rows)]
+    w = sum(weights[r] for r in rows)
+    prof = [[0] * n_alpha for _ in keep]
+    for r in rows:
+        for k, c in enumerate(keep):
+            if codes[r][c] != GAP:
+                prof[k][codes[r][c]] += weights[r]
+    n = len(keep)
+    # a row has residues on both sides of boundary b when it has residues in sub-alignment
+    # columns b - 1 and b (outside the sub-alignment counts as residue)
+    both = []
+    for b in range(n + 1):
+        total = 0
+        for r in rows:
+            left = b == 0 or codes[r][keep[b - 1]] != GAP
+            right = b == n or codes[r][keep[b]] != GAP
+            total += weights[r] if left and right else 0
+        both.append(total)
+    num, den = terminal
+    cost = [gap_open * x // w for x in both]
+    cost = [c * num // den if b in (0, n) else c for b, c in enumerate(cost)]
+    close = [c // 2 for c in cost]
+    opening = [c - h for c, h in zip(cost, close)]
+    res = [0] + [sum(p) * 256 // w for p in prof]
+    return keep, prof, w, opening, close, res
+
+
+def test_batched_partition_evaluation_matches_a_plain_python_oracle():
+    from tests import oracles
+    from torchmsa.consistency import Library
+    from torchmsa.cpu import dp as cpu_dp
+    from torchmsa.refine import _State, evaluate_partitions
+
+    rng = np.random.default_rng(11)
+    n, width = 6, 14
+    codes = rng.integers(0, 20, (n, width))
+    codes[rng.random((n, width)) < 0.3] = GAP
+    codes[0, :] = np.where(codes[0] == GAP, 3, codes[0])  # no all-gap column
+    codes[3, :] = GAP  # an empty row
+    weights = [int(x) for x in rng.integers(1, 40, n)]
+    residues = [[c for c in range(width) if codes[r, c] != GAP] for r in range(n)]
+    ent = []
+    for _ in range(40):
+        x, y = sorted(rng.choice([0, 1, 2, 4, 5], 2, replace=False))
+        i, j = int(rng.integers(len(residues[x]))), int(rng.integers(len(residues[y])))
+        ent.append((int(x), i, int(y), j, int(rng.integers(1, 65))))
+    cols = [torch.tensor(v) for v in zip(*ent)]
+    lib = Library(*cols, dist=np.zeros((n, n)))
+    sides = torch.tensor(
+        [[r in s for r in range(n)] for s in ({0}, {1, 2}, {3}, {0, 3, 5}, {1, 2, 3, 4, 5})]
+    )
+    w_t = torch.tensor(weights)
+    lib_val = lib.w * w_t[lib.x] * w_t[lib.y]
+    for cw, extend in ((0, None), (9, None), (9, 1.5)):
+        scoring = profile_scoring(PROTEIN, gap_extend=extend)
+        mat = scoring.matrix.tolist()
+        st = _State(
+            torch.tensor(codes, dtype=torch.uint8),
+            w_t,
+            GAP,
+            scoring.matrix.shape[0],
+            lib if cw else None,
+            lib_val,
+        )
+        diffs, w_a, w_b, ops = evaluate_partitions(st, sides, scoring, "cpu", cw)
+        for k, side in enumerate(sides.tolist()):
+            rows_a = [r for r in range(n) if side[r]]
+            rows_b = [r for r in range(n) if not side[r]]
+            args = (codes.tolist(), weights, 20, scoring.gap_open, scoring.terminal)
+            ka, pa, wa, oa, ca, ra = _oracle_side(rows_a, *args)
+            kb, pb, wb, ob, cb, rb = _oracle_side(rows_b, *args)
+            cons = [[0] * len(kb) for _ in ka]
+            for x, i, y, j, w in ent:
+                if side[x] == side[y]:
+                    continue
+                cx, cy = residues[x][i], residues[y][j]
+                a_col, b_col = (cx, cy) if side[x] else (cy, cx)
+                cons[ka.index(a_col)][kb.index(b_col)] += w * weights[x] * weights[y]
+            S = [
+                [
+                    sum(pa[i][p] * mat[p][q] * pb[j][q] for p in range(20) for q in range(20))
+                    // (wa * wb)
+                    + cw * cons[i][j] // (wa * wb)
+                    for j in range(len(kb))
+                ]
+                for i in range(len(ka))
+            ]
+            ext = scoring.gap_extend
+            best, *_ = oracles.align(S, oa, ca, ob, cb, ext, "global", ra, rb)
+            old = [0 if (c in ka and c in kb) else 1 if c in ka else 2 for c in range(width)]
+            arrays = [np.asarray(v, dtype=np.int32) for v in (oa, ca, ob, cb, ra, rb)]
+            S_np = np.asarray(S, dtype=np.int32).reshape(len(ka), len(kb))
+            now = cpu_dp.path_score(S_np, *arrays, ext, np.asarray(old, np.uint8), width)
+            assert (w_a[k], w_b[k]) == (wa, wb)
+            assert diffs[k] == best - now
+            new = ops[k].numpy()
+            assert cpu_dp.path_score(S_np, *arrays, ext, new, new.size) == best

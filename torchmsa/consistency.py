@@ -23,7 +23,7 @@ import torch
 from torchmsa.cpu.dp import LOCAL, OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.ops.pairwise import pairwise_align_codes, pairwise_score_codes
 
-__all__ = ["Library", "Consistency", "local_library", "partition_tile", "WEIGHT_MAX"]
+__all__ = ["Library", "Consistency", "local_library", "WEIGHT_MAX"]
 
 WEIGHT_MAX = 64
 BATCH_CELLS = 1 << 22  # pairs per local-alignment call times their ops width
@@ -142,7 +142,7 @@ def _lca_matrix(tree) -> np.ndarray:
 
 
 class Consistency:
-    """Consistency tiles for progressive levels and refinement partitions.
+    """Consistency tiles for progressive levels (refinement builds its own, :mod:`torchmsa.refine`).
 
     Arguments:
         libs: one :class:`Library` per job (sequence ids local to the job).
@@ -201,33 +201,3 @@ class Consistency:
         acc.index_put_((s_off[p] + row * m[p] + col,), w * weights[x] * weights[y], accumulate=True)
         denom = torch.repeat_interleave(kid_w[:n_pairs] * kid_w[n_pairs:], cells)
         return torch.div(acc * self.weight, denom, rounding_mode="floor").to(torch.int32)
-
-
-def partition_tile(
-    lib: Library, weight: int, side_a, res_col, seq_off, keep_a, keep_b, w_a: int, w_b: int, weights
-) -> torch.Tensor:
-    """``int32 [Ca, Cb]`` consistency between the two groups of a refinement partition.
-
-    Arguments:
-        lib: the job's library (sequence ids local to the job).
-        weight: DP units per unit of normalised consistency.
-        side_a: ``bool [N]``, True for the rows of group A.
-        res_col: ``int64 [R]`` each residue's current column; sequence s's residues are
-            ``seq_off[s] : seq_off[s + 1]``.
-        keep_a, keep_b: ``bool [C]`` the columns each group keeps.
-        w_a, w_b: the groups' total weights; ``weights``: ``int64 [N]`` sequence weights.
-    """
-    cross = side_a[lib.x] != side_a[lib.y]
-    x, i, y, j, w = (t[cross] for t in (lib.x, lib.i, lib.y, lib.j, lib.w))
-    cx = res_col[seq_off[x] + i]
-    cy = res_col[seq_off[y] + j]
-    a_is_x = side_a[x]
-    ca = torch.where(a_is_x, cx, cy)
-    cb = torch.where(a_is_x, cy, cx)
-    ka = torch.cumsum(keep_a.long(), 0) - 1
-    kb = torch.cumsum(keep_b.long(), 0) - 1
-    n_a, n_b = int(keep_a.sum()), int(keep_b.sum())
-    acc = torch.zeros(n_a * n_b, dtype=torch.int64, device=ca.device)
-    acc.index_put_((ka[ca] * n_b + kb[cb],), w * weights[x] * weights[y], accumulate=True)
-    tile = torch.div(acc * int(weight), int(w_a) * int(w_b), rounding_mode="floor")
-    return tile.to(torch.int32).view(n_a, n_b)

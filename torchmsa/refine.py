@@ -9,6 +9,12 @@ edges are in the same (weighted sum-of-pairs) units.
 A round evaluates every edge in one batched DP call, applies the best gain, then re-evaluates and
 applies the next candidates one by one against the updated alignment; rounds repeat until no
 edge gains or the round cap is reached.
+
+Evaluating a batch of edges is a fixed sequence of tensor operations on the alignment's device,
+whatever the number of edges: the groups' kept columns and profiles are matrix products of the
+edges' membership matrix with the alignment; boundary weights, gap costs, residue factors,
+column scores, consistency tiles and the score of the current path are batched gathers and
+scatters over all edges; the DP is one batched call. Batches are sized to free memory.
 """
 
 from __future__ import annotations
@@ -16,17 +22,19 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchmsa.consistency import partition_tile
-from torchmsa.cpu import dp as cpu_dp
-from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP
-from torchmsa.cpu.groups import group_profile
-from torchmsa.ops.colscores import column_scores
+from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
+from torchmsa.cpu.dp_rows import RES_SHIFT
+from torchmsa.ops.colscores import batched_column_scores
+from torchmsa.ops.kmer_stream import memory_budget
 from torchmsa.ops.profile import profile_align
 from torchmsa.progressive import ProfileScoring, open_costs, residue_factors, split_cost
 
-__all__ = ["refine", "partitions"]
+__all__ = ["refine", "partitions", "evaluate_partitions"]
 
 FOLLOW_UPS = 8
+CELL_BYTES = 48  # device bytes per DP cell of a batch: scores, consistency sums, DP buffers
+DENSE_ELEMENTS = 1 << 23  # elements of one [edges, N, C] (or [edges, entries]) step
+MAX_BATCH_CELLS = 1 << 27
 
 
 def partitions(tree) -> list[np.ndarray]:
@@ -42,132 +50,246 @@ def partitions(tree) -> list[np.ndarray]:
     return out
 
 
-def _group(codes_np, rows, weights_np, gap, n_alpha, device):
-    keep, prof, both, w = group_profile(codes_np, rows.cpu().numpy(), weights_np, gap, n_alpha)
-    return (
-        torch.from_numpy(keep).to(device),
-        torch.from_numpy(prof).to(device),
-        int(w),
-        torch.from_numpy(both).to(device),
+class _State:
+    """The current alignment and what every edge evaluation against it shares."""
+
+    def __init__(self, codes, weights, gap, n_alpha, lib=None, lib_val=None):
+        self.codes, self.w, self.n_alpha, self.gap, self.hot = codes, weights, n_alpha, gap, None
+        n, width = codes.shape
+        device = codes.device
+        self.res = codes != gap
+        self.resf = self.res.to(torch.float64)
+        pos = torch.arange(width, device=device)
+        last = torch.cummax(torch.where(self.res, pos, -1), 1).values
+        # column of each row's previous residue before column c (-1: none)
+        self.prev = torch.cat([last.new_full((n, 1), -1), last[:, :-1]], 1)
+        self.total = self._profile(weights.to(torch.float64)[None])[0]
+        self.lib, self.lib_val = lib, lib_val
+        if lib is not None:
+            counts = self.res.sum(1)
+            seq_off = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
+            res_col = pos.expand_as(codes)[self.res]
+            self.lib_cx = res_col[seq_off[lib.x] + lib.i]
+            self.lib_cy = res_col[seq_off[lib.y] + lib.j]
+
+    def _profile(self, memw):
+        """``float64 [K, C, A]`` weighted residue counts of the rows weighted by ``memw``."""
+        n, width = self.codes.shape
+        if n * width * self.n_alpha <= DENSE_ELEMENTS:
+            if self.hot is None:
+                hot = torch.nn.functional.one_hot(
+                    self.codes.long(), max(self.gap, self.n_alpha) + 1
+                )
+                self.hot = hot[..., : self.n_alpha].reshape(n, -1).to(torch.float64)
+            return (memw @ self.hot).view(-1, width, self.n_alpha)
+        out = memw.new_zeros(memw.shape[0], width, self.n_alpha)
+        for x in range(self.n_alpha):
+            out[:, :, x] = memw @ (self.codes == x).to(torch.float64)
+        return out
+
+
+def _last_before(keep):
+    """``int64 [K, C]``: index of the last kept column before each column (-1: none)."""
+    pos = torch.arange(keep.shape[1], device=keep.device)
+    last = torch.cummax(torch.where(keep, pos, -1), 1).values
+    return torch.cat([last.new_full((keep.shape[0], 1), -1), last[:, :-1]], 1)
+
+
+def _boundaries(st, mem, keep, n, off):
+    """``int64 [sum(n + 1)]``: each group's weight of rows with residues on both sides of each
+    boundary of its sub-alignment (the outside counting as residue), packed at ``off``."""
+    k_all, width = keep.shape
+    out = torch.zeros(int(off[-1] + n[-1] + 1), dtype=torch.int64, device=keep.device)
+    step = max(1, DENSE_ELEMENTS // max(1, st.codes.numel()))
+    prevk = _last_before(keep)
+    last_kept = (keep.shape[1] - 1) - torch.flip(keep, [1]).to(torch.int8).argmax(1)
+    dest = off[:, None] + torch.cumsum(keep.long(), 1) - 1
+    for k0 in range(0, k_all, step):
+        m, pk = mem[k0 : k0 + step], prevk[k0 : k0 + step]
+        # row r has residues on both sides of the boundary before kept column c when it has a
+        # residue at c and its previous residue is at the previous kept column (or none is kept)
+        both = m[:, :, None] & st.res[None] & (st.prev[None] >= pk[:, None, :])
+        inner = (both * st.w[None, :, None]).sum(1)
+        kk = keep[k0 : k0 + step]
+        out[dest[k0 : k0 + step][kk]] = inner[kk]
+        at_end = st.res.T[last_kept[k0 : k0 + step]] & m
+        out[off[k0 : k0 + step] + n[k0 : k0 + step]] = (at_end * st.w).sum(1)
+    return out
+
+
+def _side(st, mem, keep, prof_full, w, scoring):
+    """One side of a batch: packed profile, boundary offsets, gap costs, residue factors."""
+    device = keep.device
+    n = keep.sum(1)
+    off = torch.cumsum(n + 1, 0) - (n + 1)
+    prof = prof_full[keep]
+    both = _boundaries(st, mem, keep, n, off)
+    k_of_b = torch.repeat_interleave(torch.arange(n.numel(), device=device), n + 1)
+    ends = torch.zeros_like(both, dtype=torch.bool)
+    ends[off] = True
+    ends[off + n] = True
+    g_open, g_close = split_cost(open_costs(both, w[k_of_b], ends, scoring))
+    k_of_c = torch.repeat_interleave(torch.arange(n.numel(), device=device), n)
+    res = torch.zeros_like(g_open)
+    res[torch.arange(k_of_c.numel(), device=device) + k_of_c + 1] = residue_factors(
+        prof.sum(1), w[k_of_c]
     )
+    return n, off, prof, g_open, g_close, res
 
 
-class _Candidate:
-    """One edge's two groups, scores and costs against the current alignment."""
+def _add_consistency(st, S, s_off, mem, keep_a, keep_b, nb, w_a, w_b, weight):
+    """Adds each edge's consistency tile (see :mod:`torchmsa.consistency`) to its scores.
 
-    def __init__(self, codes, codes_np, rows_a, weights, weights_np, scoring, gap, cons=None):
-        n_alpha = scoring.matrix.shape[0]
-        rows_b = torch.ones(codes.shape[0], dtype=torch.bool, device=codes.device)
-        rows_b[rows_a] = False
-        self.rows_a, self.rows_b = rows_a, torch.nonzero(rows_b).squeeze(1)
-        dev = codes.device
-        self.keep_a, prof_a, self.w_a, both_a = _group(
-            codes_np, self.rows_a, weights_np, gap, n_alpha, dev
+    Only the cells that library entries touch change: their sums come from one sort of the
+    entries' cell indices, not from a pass over every cell.
+    """
+    lib = st.lib
+    ka = torch.cumsum(keep_a.long(), 1) - 1
+    kb = torch.cumsum(keep_b.long(), 1) - 1
+    denom = w_a * w_b
+    step = max(1, DENSE_ELEMENTS // max(1, len(lib)))
+    for k0 in range(0, mem.shape[0], step):
+        sx, sy = mem[k0 : k0 + step][:, lib.x], mem[k0 : k0 + step][:, lib.y]
+        kk, e = torch.nonzero(sx != sy, as_tuple=True)
+        a_is_x = sx[kk, e]
+        ca = torch.where(a_is_x, st.lib_cx[e], st.lib_cy[e])
+        cb = torch.where(a_is_x, st.lib_cy[e], st.lib_cx[e])
+        kk = kk + k0
+        cell, inv = torch.unique(s_off[kk] + ka[kk, ca] * nb[kk] + kb[kk, cb], return_inverse=True)
+        acc = torch.zeros(cell.numel(), dtype=torch.int64, device=S.device)
+        acc.index_add_(0, inv, st.lib_val[e])
+        owner = torch.searchsorted(s_off, cell, right=True) - 1
+        S[cell] += torch.div(acc * int(weight), denom[owner], rounding_mode="floor").to(torch.int32)
+
+
+def _facing(cost, res):
+    return (cost.long() * res.long()) >> RES_SHIFT
+
+
+def _current_scores(S, s_off, keep_a, keep_b, a, b, ext):
+    """``int64 [K]``: the score of each edge's current path (the DP's global-mode rules).
+
+    A run of gaps at one boundary pays its opening cost at the first column it faces and its
+    closing cost at the last (each scaled by that column's residue factor); between two of its
+    columns it pays ``ext``, or closing and reopening when that is cheaper, except in a run at
+    the start of the path, which pays ``ext``. As ``cpu.dp.path_score``, for all edges at once.
+    """
+    _, off_a, _, open_a, close_a, res_a = a
+    nb, off_b, _, open_b, close_b, res_b = b
+    op = torch.where(keep_a & keep_b, OP_MATCH, torch.where(keep_a, OP_UP, OP_LEFT))
+    ia = torch.cumsum(keep_a.long(), 1) - keep_a.long()  # A columns before each column
+    jb = torch.cumsum(keep_b.long(), 1) - keep_b.long()
+    match = op == OP_MATCH
+    s_idx = s_off[:, None] + ia * nb[:, None] + jb
+    total = torch.where(match, S[torch.where(match, s_idx, 0)].long(), 0).sum(1)
+    start = torch.ones_like(match)
+    start[:, 1:] = op[:, 1:] != op[:, :-1]
+    end = torch.ones_like(match)
+    end[:, :-1] = op[:, :-1] != op[:, 1:]
+    lead = torch.cumsum(start.long(), 1) == 1
+    up = op == OP_UP
+    # an UP column faces A column ia (factor index ia + 1) inside B's boundary jb; LEFT mirrors
+    ba, bb = off_a[:, None] + ia, off_b[:, None] + jb
+    o = torch.where(up, open_b[bb], open_a[ba])
+    c = torch.where(up, close_b[bb], close_a[ba])
+    res_a, res_b = (torch.cat([r, r.new_zeros(2)]) for r in (res_a, res_b))
+    fa, fb = off_a[:, None] + ia + 1, off_b[:, None] + jb + 1
+    r_here = torch.where(up, res_a[fa], res_b[fb])
+    r_next = torch.where(up, res_a[fa + 1], res_b[fb + 1])
+    step = torch.where(lead, ext, (_facing(c, r_here) + _facing(o, r_next)).clamp(max=ext))
+    cost = start * _facing(o, r_here) + end * _facing(c, r_here) + (~end) * step
+    return total - torch.where(match, 0, cost).sum(1)
+
+
+def _batches(cells: list[int], budget: int) -> list[tuple[int, int]]:
+    out, lo, acc = [], 0, 0
+    for k, c in enumerate(cells):
+        if k > lo and acc + c > budget:
+            out.append((lo, k))
+            lo, acc = k, 0
+        acc += c
+    out.append((lo, len(cells)))
+    return out
+
+
+def evaluate_partitions(st, sides, scoring, backend, consistency_weight=0):
+    """Realign both groups of every edge against the current alignment.
+
+    Arguments:
+        st: the current alignment's :class:`_State`.
+        sides: ``bool [K, N]``, True for the rows of each edge's group A.
+        scoring: the profile scoring; backend: DP backend.
+        consistency_weight: DP units per unit of consistency (with ``st.lib``).
+
+    Returns:
+        ``(diff, w_a, w_b, ops)``: per edge the DP optimum minus the current path's score, the
+        groups' weights (Python ints) and the new path's ops (``uint8`` on the CPU).
+    """
+    device = st.codes.device
+    mem_b = ~sides
+    keep_a = (sides.to(torch.float64) @ st.resf) > 0
+    keep_b = (mem_b.to(torch.float64) @ st.resf) > 0
+    cells = (keep_a.sum(1) * keep_b.sum(1)).tolist()
+    budget = min(MAX_BATCH_CELLS, max(1, memory_budget(device) // CELL_BYTES))
+    mat = scoring.matrix.to(device=device, dtype=torch.float64)
+    diffs, was, wbs, all_ops = [], [], [], []
+    for lo, hi in _batches(cells, budget):
+        ma, mb, ka, kb = sides[lo:hi], mem_b[lo:hi], keep_a[lo:hi], keep_b[lo:hi]
+        w_a = (ma * st.w).sum(1)
+        w_b = st.w.sum() - w_a
+        prof_a = st._profile(ma.to(torch.float64) * st.w.to(torch.float64))
+        prof_b = st.total[None] - prof_a
+        a = _side(st, ma, ka, prof_a, w_a, scoring)
+        b = _side(st, mb, kb, prof_b, w_b, scoring)
+        del prof_a, prof_b
+        na, nb = a[0], b[0]
+        prof = torch.cat([a[2], b[2]])
+        col_a = torch.cumsum(na, 0) - na
+        col_b = torch.cumsum(nb, 0) - nb + a[2].shape[0]
+        S, s_off = batched_column_scores(prof, col_a, na, col_b, nb, w_a, w_b, mat)
+        if st.lib is not None and len(st.lib):
+            _add_consistency(st, S, s_off, ma, ka, kb, nb, w_a, w_b, consistency_weight)
+        info, ops, ops_off = profile_align(
+            S,
+            s_off,
+            na.to(torch.int32),
+            nb.to(torch.int32),
+            a[3],
+            a[4],
+            a[1],
+            b[3],
+            b[4],
+            b[1],
+            scoring.gap_extend,
+            GLOBAL,
+            a[5],
+            b[5],
+            backend=backend,
         )
-        self.keep_b, prof_b, self.w_b, both_b = _group(
-            codes_np, self.rows_b, weights_np, gap, n_alpha, dev
-        )
-        mat = scoring.matrix.to(device=codes.device, dtype=torch.float64)
-        self.S = column_scores(prof_a, prof_b, mat, self.w_a, self.w_b)
-        if cons is not None:
-            side_a = torch.zeros(codes.shape[0], dtype=torch.bool, device=dev)
-            side_a[rows_a] = True
-            self.S += partition_tile(
-                cons.lib,
-                cons.weight,
-                side_a,
-                cons.res_col,
-                cons.seq_off,
-                self.keep_a,
-                self.keep_b,
-                self.w_a,
-                self.w_b,
-                weights,
-            )
-        self.open_a, self.close_a, self.res_a = self._costs(both_a, prof_a, self.w_a, scoring)
-        self.open_b, self.close_b, self.res_b = self._costs(both_b, prof_b, self.w_b, scoring)
-        ka, kb = self.keep_a, self.keep_b
-        live = ka | kb
-        old = torch.where(ka & kb, 0, torch.where(ka, OP_UP, OP_LEFT))[live].to(torch.uint8)
-        self.old = int(
-            cpu_dp.path_score(
-                self.S.cpu().numpy(),
-                self.open_a.cpu().numpy(),
-                self.close_a.cpu().numpy(),
-                self.open_b.cpu().numpy(),
-                self.close_b.cpu().numpy(),
-                self.res_a.cpu().numpy(),
-                self.res_b.cpu().numpy(),
-                scoring.gap_extend,
-                old.cpu().numpy(),
-                old.numel(),
-            )
-        )
-
-    @staticmethod
-    def _costs(both, prof, w, scoring):
-        """The group's (opening, closing, residue factor) per boundary, as in progression."""
-        ends = torch.zeros_like(both, dtype=torch.bool)
-        ends[0] = ends[-1] = True
-        g_open, g_close = split_cost(open_costs(both, torch.full_like(both, w), ends, scoring))
-        res = torch.zeros_like(g_open)
-        res[1:] = residue_factors(prof.sum(1), torch.full_like(both[1:], w))
-        return g_open, g_close, res
+        old = _current_scores(S, s_off, ka, kb, a, b, scoring.gap_extend)
+        diff = info[:, 0].to(device=device, dtype=torch.int64) - old
+        diffs += diff.tolist()
+        was += w_a.tolist()
+        wbs += w_b.tolist()
+        info, ops, ops_off = info.cpu(), ops.cpu(), ops_off.cpu()
+        all_ops += [ops[ops_off[k] : ops_off[k] + info[k, 1]] for k in range(hi - lo)]
+    return diffs, was, wbs, all_ops
 
 
-def _align_batch(cands, ext, backend):
-    device = cands[0].S.device
-    n = torch.tensor([c.S.shape[0] for c in cands], dtype=torch.int64)
-    m = torch.tensor([c.S.shape[1] for c in cands], dtype=torch.int64)
-    s_off = torch.cumsum(n * m, 0) - n * m
-    a_off = torch.cumsum(n + 1, 0) - (n + 1)
-    b_off = torch.cumsum(m + 1, 0) - (m + 1)
-    S = torch.cat([c.S.reshape(-1) for c in cands])
-    info, ops, ops_off = profile_align(
-        S,
-        s_off.to(device),
-        n.to(torch.int32).to(device),
-        m.to(torch.int32).to(device),
-        torch.cat([c.open_a for c in cands]),
-        torch.cat([c.close_a for c in cands]),
-        a_off.to(device),
-        torch.cat([c.open_b for c in cands]),
-        torch.cat([c.close_b for c in cands]),
-        b_off.to(device),
-        ext,
-        GLOBAL,
-        torch.cat([c.res_a for c in cands]),
-        torch.cat([c.res_b for c in cands]),
-        backend=backend,
-    )
-    info, ops, ops_off = info.cpu(), ops.cpu(), ops_off.cpu()
-    return [(int(info[k, 0]), ops[ops_off[k] : ops_off[k] + info[k, 1]]) for k in range(len(cands))]
-
-
-def _apply(codes, cand, ops, gap):
+def _apply(codes, side, ops, gap):
+    """The alignment with group A (rows of ``side``) and B merged along ``ops``."""
     ops = ops.to(codes.device)
+    res = codes != gap
+    rows_a = torch.nonzero(side).squeeze(1)
+    rows_b = torch.nonzero(~side).squeeze(1)
+    keep_a, keep_b = res[rows_a].any(0), res[rows_b].any(0)
     width = ops.numel()
     out = torch.full((codes.shape[0], width), gap, dtype=codes.dtype, device=codes.device)
     pos = torch.arange(width, device=codes.device)
     pos_a, pos_b = pos[ops != OP_LEFT], pos[ops != OP_UP]
-    out[cand.rows_a[:, None], pos_a[None, :]] = codes[cand.rows_a][:, cand.keep_a]
-    out[cand.rows_b[:, None], pos_b[None, :]] = codes[cand.rows_b][:, cand.keep_b]
+    out[rows_a[:, None], pos_a[None, :]] = codes[rows_a][:, keep_a]
+    out[rows_b[:, None], pos_b[None, :]] = codes[rows_b][:, keep_b]
     return out
-
-
-class _Cons:
-    """A job's library with the residue layout of its current alignment."""
-
-    def __init__(self, lib, weight, gap):
-        self.lib, self.weight, self.gap = lib, weight, gap
-
-    def update(self, codes):
-        residue = codes != self.gap
-        counts = residue.sum(1)
-        self.seq_off = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
-        cols = torch.arange(codes.shape[1], device=codes.device).expand_as(codes)
-        self.res_col = cols[residue]
-        return self
 
 
 def refine(
@@ -194,22 +316,35 @@ def refine(
         library: optional :class:`torchmsa.consistency.Library` of the job: its consistency
             (times ``consistency_weight``) joins the objective (accurate mode).
     """
-    groups = [
-        torch.tensor(np.array(g), dtype=torch.int64, device=codes.device) for g in partitions(tree)
-    ]
-    weights = weights.to(codes.device)
-    cons = _Cons(library, consistency_weight, gap) if library is not None else None
+    device = codes.device
+    parts = partitions(tree)
+    if not parts:
+        return codes, 0
+    n = codes.shape[0]
+    sides = torch.zeros(len(parts), n, dtype=torch.bool)
+    for k, p in enumerate(parts):
+        sides[k, torch.tensor(np.asarray(p), dtype=torch.int64)] = True
+    sides = sides.to(device)
+    weights = weights.to(device=device, dtype=torch.int64)
+    n_alpha = scoring.matrix.shape[0]
+    lib_val = None
+    if library is not None and len(library):
+        lib_val = library.w * weights[library.x] * weights[library.y]
+    else:
+        library = None
+    live = (codes != gap).any(0)
+    if not bool(live.all()):
+        codes = codes[:, live]
+
+    def state(c):
+        return _State(c, weights, gap, n_alpha, library, lib_val)
+
     applied = 0
     for _ in range(max_rounds):
-        if not groups:
-            break
-        codes_np, weights_np = codes.cpu().numpy(), weights.cpu().numpy()
-        now = cons.update(codes) if cons is not None else None
-        cands = [
-            _Candidate(codes, codes_np, g, weights, weights_np, scoring, gap, now) for g in groups
-        ]
-        results = _align_batch(cands, scoring.gap_extend, backend)
-        gains = [(score - c.old) * c.w_a * c.w_b for c, (score, _) in zip(cands, results)]
+        diffs, w_a, w_b, ops = evaluate_partitions(
+            state(codes), sides, scoring, backend, consistency_weight
+        )
+        gains = [d * a * b for d, a, b in zip(diffs, w_a, w_b)]
         order = [
             k
             for k in np.argsort(-np.asarray(gains, dtype=np.float64), kind="stable")
@@ -217,15 +352,13 @@ def refine(
         ]
         if not order:
             break
-        codes = _apply(codes, cands[order[0]], results[order[0]][1], gap)
+        codes = _apply(codes, sides[order[0]], ops[order[0]], gap)
         applied += 1
         for k in order[1 : 1 + FOLLOW_UPS]:
-            now = cons.update(codes) if cons is not None else None
-            cand = _Candidate(
-                codes, codes.cpu().numpy(), groups[k], weights, weights_np, scoring, gap, now
+            diff, _, _, one = evaluate_partitions(
+                state(codes), sides[k : k + 1], scoring, backend, consistency_weight
             )
-            score, ops = _align_batch([cand], scoring.gap_extend, backend)[0]
-            if score > cand.old:
-                codes = _apply(codes, cand, ops, gap)
+            if diff[0] > 0:
+                codes = _apply(codes, sides[k], one[0], gap)
                 applied += 1
     return codes, applied

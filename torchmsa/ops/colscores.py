@@ -7,6 +7,7 @@ import torch
 __all__ = ["column_scores", "batched_column_scores", "PAD_SLACK"]
 
 PAD_SLACK = 2.0  # a bucket may hold up to this many padded cells per real cell
+CPU_ALONE_CELLS = 1 << 14  # on the CPU a pair this large is scored alone (padding costs more)
 
 
 def column_scores(
@@ -81,7 +82,17 @@ def batched_column_scores(
     pm = torch.cat([pm, pm.new_zeros(1, pm.shape[1])])
     off_a_l, off_b_l, s_off_l = off_a.tolist(), off_b.tolist(), s_off.tolist()
     wa_l, wb_l = w_a.tolist(), w_b.tolist()
-    for bucket in _buckets(c_l, n_l, m_l):
+    alone = (
+        [p for p in range(len(c_l)) if c_l[p] >= CPU_ALONE_CELLS] if device.type == "cpu" else []
+    )
+    rest = sorted(set(range(len(c_l))) - set(alone)) if alone else range(len(c_l))
+    buckets = [[p] for p in alone] + [
+        [rest[q] for q in bucket]
+        for bucket in _buckets(
+            [c_l[p] for p in rest], [n_l[p] for p in rest], [m_l[p] for p in rest]
+        )
+    ]
+    for bucket in buckets:
         if len(bucket) == 1:
             p = bucket[0]
             block = column_scores(
