@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from torchmsa.consistency import Library
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.cpu.dp_rows import RES_SHIFT
 from torchmsa.ops.colscores import batched_column_scores
@@ -35,6 +36,9 @@ FOLLOW_UPS = 8
 CELL_BYTES = 48  # device bytes per DP cell of a batch: scores, consistency sums, DP buffers
 DENSE_ELEMENTS = 1 << 23  # elements of one [edges, N, C] (or [edges, entries]) step
 MAX_BATCH_CELLS = 1 << 27
+# On a GPU, an evaluation of at most this many edges x columns² runs on the CPU: small pieces
+# cost more in launches than in arithmetic (work shared between host and device, seed 004).
+HOST_CELLS = 1 << 20
 
 
 def partitions(tree) -> list[np.ndarray]:
@@ -324,26 +328,29 @@ def refine(
     sides = torch.zeros(len(parts), n, dtype=torch.bool)
     for k, p in enumerate(parts):
         sides[k, torch.tensor(np.asarray(p), dtype=torch.int64)] = True
-    sides = sides.to(device)
-    weights = weights.to(device=device, dtype=torch.int64)
-    n_alpha = scoring.matrix.shape[0]
-    lib_val = None
-    if library is not None and len(library):
-        lib_val = library.w * weights[library.x] * weights[library.y]
-    else:
-        library = None
     live = (codes != gap).any(0)
     if not bool(live.all()):
         codes = codes[:, live]
+    if library is not None and not len(library):
+        library = None
+    places = {device: _Place(device, sides, weights, library)}
+    host_cells = HOST_CELLS if device.type == "cuda" else 0
 
-    def state(c):
-        return _State(c, weights, gap, n_alpha, library, lib_val)
+    def evaluate(codes, rows):
+        """``rows`` edges against ``codes``: on the host when the work is small."""
+        width = codes.shape[1]
+        where = torch.device("cpu") if len(rows) * width * width <= host_cells else device
+        if where not in places:
+            places[where] = _Place(where, sides, weights, library)
+        at = places[where]
+        st = _State(codes.to(where), at.weights, gap, scoring.matrix.shape[0], at.lib, at.lib_val)
+        impl = backend if where == device else "cpu"
+        return evaluate_partitions(st, at.sides[rows], scoring, impl, consistency_weight)
 
     applied = 0
+    every = torch.arange(len(parts))
     for _ in range(max_rounds):
-        diffs, w_a, w_b, ops = evaluate_partitions(
-            state(codes), sides, scoring, backend, consistency_weight
-        )
+        diffs, w_a, w_b, ops = evaluate(codes, every)
         gains = [d * a * b for d, a, b in zip(diffs, w_a, w_b)]
         order = [
             k
@@ -352,13 +359,26 @@ def refine(
         ]
         if not order:
             break
-        codes = _apply(codes, sides[order[0]], ops[order[0]], gap)
+        codes = _apply(codes, places[device].sides[order[0]], ops[order[0]], gap)
         applied += 1
         for k in order[1 : 1 + FOLLOW_UPS]:
-            diff, _, _, one = evaluate_partitions(
-                state(codes), sides[k : k + 1], scoring, backend, consistency_weight
-            )
+            diff, _, _, one = evaluate(codes, every[k : k + 1])
             if diff[0] > 0:
-                codes = _apply(codes, sides[k], one[0], gap)
+                codes = _apply(codes, places[device].sides[k], one[0], gap)
                 applied += 1
     return codes, applied
+
+
+class _Place:
+    """A refinement's edge masks, weights and library on one device."""
+
+    def __init__(self, device, sides, weights, library):
+        self.sides = sides.to(device)
+        self.weights = weights.to(device=device, dtype=torch.int64)
+        self.lib = self.lib_val = None
+        if library is not None:
+            self.lib = Library(
+                *(t.to(device) for t in (library.x, library.i, library.y, library.j, library.w)),
+                library.dist,
+            )
+            self.lib_val = self.lib.w * self.weights[self.lib.x] * self.weights[self.lib.y]
