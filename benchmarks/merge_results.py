@@ -40,13 +40,14 @@ def _num(value: str) -> float:
 
 def merge(stems: list[Path]) -> tuple[list[dict], list[dict], list[str]]:
     """Per (dataset, tool) summaries, every case row, and one provenance line per shard."""
-    cases, walls, prov = [], {}, []
+    cases, walls, warm, prov = [], {}, {}, []
     for stem in stems:
         summary = _read(stem.with_name(stem.name + ".csv"))
         rows = _read(stem.with_name(stem.name + "-cases.csv"))
         for s in summary:
             key = (s["dataset"], s["tool"])
             walls[key] = walls.get(key, 0.0) + _num(s["wall_s"])
+            warm[key] = warm.get(key, 0.0) + _num(s.get("warmup_s", "nan"))
         cases += rows
         first = rows[0] if rows else (summary[0] if summary else {})
         prov.append(f"{stem.name}: " + ", ".join(f"{k} {first.get(k, '?')}" for k in PROVENANCE))
@@ -66,6 +67,7 @@ def merge(stems: list[Path]) -> tuple[list[dict], list[dict], list[str]]:
         row["tc"] = round(statistics.fmean(_num(r["tc"]) for r in ok), 4) if ok else math.nan
         row["wall_s"] = round(walls[key], 2)
         row["median_overhead_ms"] = round(1000 * statistics.median(over), 2) if over else math.nan
+        row["warmup_s"] = round(warm[key], 2)
         out.append(row)
     return out, cases, prov
 
