@@ -90,12 +90,11 @@ def _row(dataset, case, tool, threads):
     }
 
 
-def run_torchmsa_batch(dataset, cases, ddir, args) -> tuple[list[dict], float]:
+def run_torchmsa_batch(dataset, cases, ddir, args) -> tuple[list[dict], float, float]:
     files = [case_files(ddir, c["case"]) for c in cases]
     inputs = [str(f[0]) for f in files]
     with Timer(cuda=True) as warm:  # compile and warm up
         align_many(inputs if args.warm else inputs[:2], device="cuda", mode=args.mode)
-    args.warmup_s = warm.seconds
     with Timer(cuda=True) as t:
         alns = align_many(inputs, device="cuda", mode=args.mode)
     rows = []
@@ -107,17 +106,16 @@ def run_torchmsa_batch(dataset, cases, ddir, args) -> tuple[list[dict], float]:
         except Exception as exc:  # recorded, not fatal
             row["error"] = f"{type(exc).__name__}: {exc}"[:300]
         rows.append(row)
-    return rows, t.seconds
+    return rows, t.seconds, warm.seconds
 
 
-def run_torchmsa(dataset, cases, ddir, args, device) -> tuple[list[dict], float]:
+def run_torchmsa(dataset, cases, ddir, args, device) -> tuple[list[dict], float, float]:
     tool = "torchmsa-gpu" if device == "cuda" else "torchmsa-cpu"
     files = [case_files(ddir, c["case"]) for c in cases]
     smallest = min(files, key=lambda f: f[0].stat().st_size)[0]
     with Timer(cuda=device == "cuda") as warm:  # compile and warm up
         for inp in [f[0] for f in files] if args.warm else [smallest]:
             align(str(inp), device=device, mode=args.mode)
-    args.warmup_s = warm.seconds
     rows, wall = [], 0.0
     for case, (inp, ref, core) in zip(cases, files):
         row = _row(dataset, case, tool, args.threads)
@@ -139,7 +137,7 @@ def run_torchmsa(dataset, cases, ddir, args, device) -> tuple[list[dict], float]
         print(
             f"{tool:18s} {case['case']:12s} {row['seconds']:8.2f} s  SP {row['sp']:.3f}", flush=True
         )
-    return rows, wall
+    return rows, wall, warm.seconds
 
 
 def run_peer_tool(dataset, cases, ddir, tool, args) -> tuple[list[dict], float]:
@@ -229,18 +227,18 @@ def main(argv=None) -> int:
         cases = select_cases(load_cases(ddir), args.cases, args.limit)[shard::n_shards]
         for tool in args.tools.split(","):
             t0 = time.perf_counter()
-            args.warmup_s = math.nan
+            warmup = math.nan
             if tool == "torchmsa-gpu-batch":
-                rows, wall = run_torchmsa_batch(dataset, cases, ddir, args)
+                rows, wall, warmup = run_torchmsa_batch(dataset, cases, ddir, args)
             elif tool in ("torchmsa-gpu", "torchmsa-cpu"):
                 device = "cuda" if tool == "torchmsa-gpu" else "cpu"
-                rows, wall = run_torchmsa(dataset, cases, ddir, args, device)
+                rows, wall, warmup = run_torchmsa(dataset, cases, ddir, args, device)
             else:
                 rows, wall = run_peer_tool(dataset, cases, ddir, tool, args)
             if not rows:
                 continue
             all_rows += rows
-            sums.append(summary(rows, dataset, tool, wall, args.warmup_s))
+            sums.append(summary(rows, dataset, tool, wall, warmup))
             print(f"== {dataset} {tool}: {sums[-1]} ({time.perf_counter() - t0:.0f} s)", flush=True)
             # after every tool, so a run cut short by a time limit keeps what it finished
             write_results(args.name, sums, header, out_dir=args.out, metadata=meta)

@@ -19,6 +19,8 @@ scatters over all edges; the DP is one batched call. Batches are sized to free m
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import torch
 
@@ -99,15 +101,28 @@ def _last_before(keep):
     return torch.cat([last.new_full((keep.shape[0], 1), -1), last[:, :-1]], 1)
 
 
-def _boundaries(st, mem, keep, n, off):
+class _Side(NamedTuple):
+    """One group of every edge in a batch, its sub-alignments packed one after another."""
+
+    keep: torch.Tensor  # bool [K, C]: the columns the group keeps
+    col: torch.Tensor  # int64 [K, C]: kept column's index in the sub-alignment (others: one less)
+    n: torch.Tensor  # int64 [K]: sub-alignment widths
+    off: torch.Tensor  # int64 [K]: first boundary of each sub-alignment
+    prof: torch.Tensor  # float64 [sum(n), A]
+    open: torch.Tensor  # int32 [sum(n + 1)] opening halves of the boundary gap costs
+    close: torch.Tensor  # int32 [sum(n + 1)] closing halves
+    res: torch.Tensor  # int32 [sum(n + 1)] residue factors (index 0 of each unused)
+
+
+def _boundaries(st, mem, keep, col, n, off):
     """``int64 [sum(n + 1)]``: each group's weight of rows with residues on both sides of each
     boundary of its sub-alignment (the outside counting as residue), packed at ``off``."""
-    k_all, width = keep.shape
+    k_all = keep.shape[0]
     out = torch.zeros(int(off[-1] + n[-1] + 1), dtype=torch.int64, device=keep.device)
     step = max(1, DENSE_ELEMENTS // max(1, st.codes.numel()))
     prevk = _last_before(keep)
     last_kept = (keep.shape[1] - 1) - torch.flip(keep, [1]).to(torch.int8).argmax(1)
-    dest = off[:, None] + torch.cumsum(keep.long(), 1) - 1
+    dest = off[:, None] + col
     for k0 in range(0, k_all, step):
         m, pk = mem[k0 : k0 + step], prevk[k0 : k0 + step]
         # row r has residues on both sides of the boundary before kept column c when it has a
@@ -121,13 +136,14 @@ def _boundaries(st, mem, keep, n, off):
     return out
 
 
-def _side(st, mem, keep, prof_full, w, scoring):
-    """One side of a batch: packed profile, boundary offsets, gap costs, residue factors."""
+def _side(st, mem, keep, prof_full, w, scoring) -> _Side:
+    """One group of a batch: packed profile, boundary offsets, gap costs, residue factors."""
     device = keep.device
-    n = keep.sum(1)
+    col = torch.cumsum(keep.long(), 1) - 1
+    n = col[:, -1] + 1
     off = torch.cumsum(n + 1, 0) - (n + 1)
     prof = prof_full[keep]
-    both = _boundaries(st, mem, keep, n, off)
+    both = _boundaries(st, mem, keep, col, n, off)
     k_of_b = torch.repeat_interleave(torch.arange(n.numel(), device=device), n + 1)
     ends = torch.zeros_like(both, dtype=torch.bool)
     ends[off] = True
@@ -138,18 +154,17 @@ def _side(st, mem, keep, prof_full, w, scoring):
     res[torch.arange(k_of_c.numel(), device=device) + k_of_c + 1] = residue_factors(
         prof.sum(1), w[k_of_c]
     )
-    return n, off, prof, g_open, g_close, res
+    return _Side(keep, col, n, off, prof, g_open, g_close, res)
 
 
-def _add_consistency(st, S, s_off, mem, keep_a, keep_b, nb, w_a, w_b, weight):
+def _add_consistency(st, S, s_off, mem, a, b, w_a, w_b, weight):
     """Adds each edge's consistency tile (see :mod:`torchmsa.consistency`) to its scores.
 
     Only the cells that library entries touch change: their sums come from one sort of the
     entries' cell indices, not from a pass over every cell.
     """
     lib = st.lib
-    ka = torch.cumsum(keep_a.long(), 1) - 1
-    kb = torch.cumsum(keep_b.long(), 1) - 1
+    ka, kb, nb = a.col, b.col, b.n
     denom = w_a * w_b
     step = max(1, DENSE_ELEMENTS // max(1, len(lib)))
     for k0 in range(0, mem.shape[0], step):
@@ -170,7 +185,7 @@ def _facing(cost, res):
     return (cost.long() * res.long()) >> RES_SHIFT
 
 
-def _current_scores(S, s_off, keep_a, keep_b, a, b, ext):
+def _current_scores(S, s_off, a: _Side, b: _Side, ext):
     """``int64 [K]``: the score of each edge's current path (the DP's global-mode rules).
 
     A run of gaps at one boundary pays its opening cost at the first column it faces and its
@@ -178,11 +193,11 @@ def _current_scores(S, s_off, keep_a, keep_b, a, b, ext):
     columns it pays ``ext``, or closing and reopening when that is cheaper, except in a run at
     the start of the path, which pays ``ext``. As ``cpu.dp.path_score``, for all edges at once.
     """
-    _, off_a, _, open_a, close_a, res_a = a
-    nb, off_b, _, open_b, close_b, res_b = b
-    op = torch.where(keep_a & keep_b, OP_MATCH, torch.where(keep_a, OP_UP, OP_LEFT))
-    ia = torch.cumsum(keep_a.long(), 1) - keep_a.long()  # A columns before each column
-    jb = torch.cumsum(keep_b.long(), 1) - keep_b.long()
+    off_a, open_a, close_a, res_a = a.off, a.open, a.close, a.res
+    nb, off_b, open_b, close_b, res_b = b.n, b.off, b.open, b.close, b.res
+    op = torch.where(a.keep & b.keep, OP_MATCH, torch.where(a.keep, OP_UP, OP_LEFT))
+    ia = a.col + (~a.keep).long()  # A columns before each column
+    jb = b.col + (~b.keep).long()
     match = op == OP_MATCH
     s_idx = s_off[:, None] + ia * nb[:, None] + jb
     total = torch.where(match, S[torch.where(match, s_idx, 0)].long(), 0).sum(1)
@@ -246,31 +261,31 @@ def evaluate_partitions(st, sides, scoring, backend, consistency_weight=0):
         a = _side(st, ma, ka, prof_a, w_a, scoring)
         b = _side(st, mb, kb, prof_b, w_b, scoring)
         del prof_a, prof_b
-        na, nb = a[0], b[0]
-        prof = torch.cat([a[2], b[2]])
+        na, nb = a.n, b.n
+        prof = torch.cat([a.prof, b.prof])
         col_a = torch.cumsum(na, 0) - na
-        col_b = torch.cumsum(nb, 0) - nb + a[2].shape[0]
+        col_b = torch.cumsum(nb, 0) - nb + a.prof.shape[0]
         S, s_off = batched_column_scores(prof, col_a, na, col_b, nb, w_a, w_b, mat)
         if st.lib is not None and len(st.lib):
-            _add_consistency(st, S, s_off, ma, ka, kb, nb, w_a, w_b, consistency_weight)
+            _add_consistency(st, S, s_off, ma, a, b, w_a, w_b, consistency_weight)
         info, ops, ops_off = profile_align(
             S,
             s_off,
             na.to(torch.int32),
             nb.to(torch.int32),
-            a[3],
-            a[4],
-            a[1],
-            b[3],
-            b[4],
-            b[1],
+            a.open,
+            a.close,
+            a.off,
+            b.open,
+            b.close,
+            b.off,
             scoring.gap_extend,
             GLOBAL,
-            a[5],
-            b[5],
+            a.res,
+            b.res,
             backend=backend,
         )
-        old = _current_scores(S, s_off, ka, kb, a, b, scoring.gap_extend)
+        old = _current_scores(S, s_off, a, b, scoring.gap_extend)
         diff = info[:, 0].to(device=device, dtype=torch.int64) - old
         diffs += diff.tolist()
         was += w_a.tolist()

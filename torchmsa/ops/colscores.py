@@ -29,13 +29,19 @@ def column_scores(
     return torch.floor(raw.div_(denom)).to(torch.int32)
 
 
-def _buckets(cells: list[int], n: list[int], m: list[int]) -> list[list[int]]:
-    """Group pairs (largest first) so that padding stays within :data:`PAD_SLACK`."""
+def _buckets(
+    cells: list[int], n: list[int], m: list[int], alone: int | None = None
+) -> list[list[int]]:
+    """Group pairs (largest first) so that padding stays within :data:`PAD_SLACK`; pairs of
+    at least ``alone`` cells get a bucket of their own."""
     order = sorted(range(len(cells)), key=lambda p: (-cells[p], p))
     out: list[list[int]] = []
     cur: list[int] = []
     real = n_max = m_max = 0
     for p in order:
+        if alone is not None and cells[p] >= alone:
+            out.append([p])
+            continue
         nn, mm = max(n_max, n[p]), max(m_max, m[p])
         if cur and (len(cur) + 1) * nn * mm > PAD_SLACK * (real + cells[p]) + 64:
             out.append(cur)
@@ -82,17 +88,8 @@ def batched_column_scores(
     pm = torch.cat([pm, pm.new_zeros(1, pm.shape[1])])
     off_a_l, off_b_l, s_off_l = off_a.tolist(), off_b.tolist(), s_off.tolist()
     wa_l, wb_l = w_a.tolist(), w_b.tolist()
-    alone = (
-        [p for p in range(len(c_l)) if c_l[p] >= CPU_ALONE_CELLS] if device.type == "cpu" else []
-    )
-    rest = sorted(set(range(len(c_l))) - set(alone)) if alone else range(len(c_l))
-    buckets = [[p] for p in alone] + [
-        [rest[q] for q in bucket]
-        for bucket in _buckets(
-            [c_l[p] for p in rest], [n_l[p] for p in rest], [m_l[p] for p in rest]
-        )
-    ]
-    for bucket in buckets:
+    alone = CPU_ALONE_CELLS if device.type == "cpu" else None
+    for bucket in _buckets(c_l, n_l, m_l, alone):
         if len(bucket) == 1:
             p = bucket[0]
             block = column_scores(
