@@ -6,11 +6,12 @@ from io import StringIO
 
 import numpy as np
 import pytest
+import torch
 from Bio import Phylo
 from Bio.Phylo.TreeConstruction import DistanceMatrix, DistanceTreeConstructor
 
 from torchmsa.errors import ArgumentError
-from torchmsa.tree import METHODS, Tree, build_tree, from_newick
+from torchmsa.tree import METHODS, Tree, build_tree, from_newick, tree_from_tensor
 
 LINKAGES = ("upgma", "upgma_mafft", "single")
 
@@ -409,6 +410,36 @@ def test_from_newick_errors(text, names, match):
 def test_build_tree_errors(dist, kwargs, match):
     with pytest.raises(ArgumentError, match=match):
         build_tree(dist, **kwargs)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_tree_from_tensor_equals_build_tree_and_keeps_its_input(method):
+    rng = np.random.default_rng(17)
+    for n, integer in ((1, False), (2, True), (9, True), (30, False)):
+        d = random_dist(rng, n, integer)
+        want = build_tree(d, method)
+        for t in (torch.from_numpy(d.copy()), torch.from_numpy(d.astype(np.float32))):
+            before = t.clone()
+            got = tree_from_tensor(t, method)
+            assert got.children.tolist() == want.children.tolist(), (method, n)
+            if t.dtype == torch.float64:
+                assert np.array_equal(got.lengths, want.lengths)
+            assert torch.equal(t, before)  # the clustering works in its own copy
+
+
+@pytest.mark.parametrize(
+    "dist, match",
+    [
+        (np.zeros((2, 3)), "square"),
+        (np.array([[0, np.nan], [np.nan, 0]]), "not finite"),
+        (np.array([[0, np.inf], [np.inf, 0]]), "not finite"),
+        (np.array([[0, -1.0], [-1.0, 0]]), "negative"),
+        (np.array([[0, 1.0, 1.0], [1.0, 0, 2.0], [1.0, 3.0, 0]]), r"dist\[1, 2\] = 2.0"),
+    ],
+)
+def test_tree_from_tensor_errors_are_build_trees(dist, match):
+    with pytest.raises(ArgumentError, match=match):
+        tree_from_tensor(torch.from_numpy(dist), "upgma")
 
 
 def test_tree_validates_its_arrays():

@@ -103,7 +103,7 @@ def profile_scoring(alphabet, matrix=None, gap_open=None, gap_extend=None) -> Pr
 def _kmer_tree(batch: SequenceBatch, tree: str, backend: str):
     """The first guide tree: 6-mer distances and a linkage, or PartTree for huge inputs."""
     from torchmsa.ops.kmer import kmer_distances, shared_kmer_counts
-    from torchmsa.tree import build_tree
+    from torchmsa.tree import tree_from_tensor
 
     if tree == "parttree" or (tree == "auto" and len(batch) > PARTTREE_MIN_N):
         from torchmsa.parttree import parttree_tree
@@ -113,12 +113,10 @@ def _kmer_tree(batch: SequenceBatch, tree: str, backend: str):
     self_counts = torch.diagonal(counts)
     dist = kmer_distances(counts, self_counts, self_counts)
     method = "upgma_mafft" if tree == "auto" else tree
-    return build_tree(
-        np.asarray(torch.as_tensor(dist).cpu(), dtype=np.float64), method, batch.names
-    )
+    return tree_from_tensor(torch.as_tensor(dist), method, batch.names)
 
 
-def _alignment_distances(codes: torch.Tensor, gap: int) -> np.ndarray:
+def _alignment_distances(codes: torch.Tensor, gap: int) -> torch.Tensor:
     """p-distance of every pair of rows: 1 - identical / aligned residue pairs.
 
     Exact integer counts from float64 matrix products.
@@ -136,7 +134,7 @@ def _alignment_distances(codes: torch.Tensor, gap: int) -> np.ndarray:
     dist = 1.0 - same / pairs.clamp_min(1.0)
     dist[pairs == 0] = 1.0
     dist.fill_diagonal_(0.0)
-    return dist.cpu().numpy()
+    return dist
 
 
 def _concat(batches: list[SequenceBatch]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -243,7 +241,7 @@ def _first_tree_method(tree: str, n: int) -> str:
 
 def _align_group(batches, chosen, scoring, tree, impl, bar):
     """Align jobs that share an alphabet and a mode; returns (codes, tree, extra meta) each."""
-    from torchmsa.tree import build_tree
+    from torchmsa.tree import tree_from_tensor
 
     method = _linkage(tree)
     if chosen == "accurate":
@@ -254,7 +252,7 @@ def _align_group(batches, chosen, scoring, tree, impl, bar):
     extra = [{} for _ in batches]
     if chosen == "default":
         trees = [
-            build_tree(_alignment_distances(c, gap), method, b.names) if len(b) > 1 else None
+            tree_from_tensor(_alignment_distances(c, gap), method, b.names) if len(b) > 1 else None
             for b, (c, _) in zip(batches, done)
         ]
         done = _progressive_jobs(batches, trees, scoring, impl, bar.step)

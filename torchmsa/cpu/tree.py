@@ -136,18 +136,21 @@ def _linkage(d, method, children, heights):
         row_min[i], row_arg[i] = _row_min(di, active)
 
 
-def linkage(dist: np.ndarray, method: int) -> tuple[np.ndarray, np.ndarray]:
+def linkage(
+    dist: np.ndarray, method: int, overwrite: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Agglomerative clustering of a validated distance matrix.
 
     Arguments:
         dist: ``float64 [n, n]`` symmetric, finite, non-negative (the diagonal is ignored).
         method: :data:`UPGMA`, :data:`MAFFT` or :data:`SINGLE`.
+        overwrite: work in ``dist`` itself when it is C-contiguous float64 (no n x n copy).
 
     Returns:
         ``(children int64 [n-1, 2], heights float64 [n-1])`` of the joined nodes in join order.
     """
     n = dist.shape[0]
-    d = np.array(dist, dtype=np.float64, order="C", copy=True)
+    d = np.array(dist, dtype=np.float64, order="C", copy=not overwrite)
     np.fill_diagonal(d, np.inf)
     children = np.empty((max(n - 1, 0), 2), np.int64)
     heights = np.empty(max(n - 1, 0), np.float64)
