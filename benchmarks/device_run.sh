@@ -10,6 +10,10 @@
 #   e2e-fam   benchmarks.e2e_gpu on balifam1000,balifam10000 (FAM_SETS, E2E_TOOLS, E2E_LIMIT,
 #             E2E_SHARD, E2E_NAME, E2E_EXTRA)
 #   kmer      benchmarks.kmer_gpu;  families  benchmarks.large_families
+#   stages    benchmarks.stages (STAGE_CASES)
+# Triton's kernel cache goes back as $OUT/triton_cache.tgz; name that file (carried in an
+# ignored folder) in TRITON_CACHE_TGZ on the next call and a fresh machine starts with it
+# (a cold cache costs minutes of compiling: README, "First run on a machine").
 set -uo pipefail
 OUT=${OUT:-/tmp/device_out}
 mkdir -p "$OUT" /tmp/peers
@@ -20,6 +24,11 @@ export PATH=/tmp/peers/usr/bin:$PATH MAFFT_BINARIES=/tmp/peers/usr/lib/mafft/lib
 export LD_LIBRARY_PATH=/tmp/peers/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TORCHMSA_BENCH_DATA=$PWD/.devdata
 py() { python3 -P "$@"; }
+export TRITON_CACHE_DIR=/tmp/triton_cache
+mkdir -p "$TRITON_CACHE_DIR"
+if [ -n "${TRITON_CACHE_TGZ:-}" ] && [ -f "$TRITON_CACHE_TGZ" ]; then
+  tar xzf "$TRITON_CACHE_TGZ" -C "$TRITON_CACHE_DIR"
+fi
 status=0
 for stage in "$@"; do
   echo "== $stage $(date +%T)"
@@ -43,8 +52,11 @@ for stage in "$@"; do
     kmer) py -m benchmarks.kmer_gpu ${KMER_ARGS:-} --out "$OUT" 2>&1 | tail -20 ;;
     families) py -m benchmarks.large_families ${FAM_ARGS:---quick} --threads 16 --out "$OUT" \
               2>&1 | tail -20 ;;
+    stages) py -m benchmarks.stages ${STAGE_CASES:+--cases $STAGE_CASES} --out "$OUT" 2>&1 \
+              | tail -20 ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 done
+[ $# -gt 0 ] && tar czf "$OUT/triton_cache.tgz" -C "$TRITON_CACHE_DIR" .
 exit $status
