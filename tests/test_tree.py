@@ -442,6 +442,23 @@ def test_tree_from_tensor_errors_are_build_trees(dist, match):
         tree_from_tensor(torch.from_numpy(dist), "upgma")
 
 
+def test_device_check_reads_every_block(monkeypatch):
+    # the GPU's blockwise check (run here on CPU tensors): any bad off-diagonal entry, in
+    # any block, fails it; the diagonal is ignored
+    from torchmsa.tree import _valid
+
+    d = random_dist(np.random.default_rng(2), 9)
+    for block in (1, 27, 81):  # 1, 3 and 9 rows per block
+        monkeypatch.setattr("torchmsa.tree.CHECK_BLOCK", block)
+        assert _valid(torch.from_numpy(d))
+        for i, j, value in ((3, 3, np.nan), (8, 1, -0.5), (8, 7, np.inf), (0, 8, 5.0)):
+            bad = d.copy()
+            bad[i, j] = value
+            if i != j and value < 0:
+                bad[j, i] = value
+            assert _valid(torch.from_numpy(bad)) == (i == j), (block, i, j, value)
+
+
 def test_tree_validates_its_arrays():
     with pytest.raises(ArgumentError, match="larger id"):
         Tree(["a", "b", "c"], np.array([[0, 4], [1, 2]]), np.zeros(5))
