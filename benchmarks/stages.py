@@ -104,8 +104,6 @@ def tree_parts(path, device: torch.device) -> list[dict]:
     from torchmsa.tree import build_tree, tree_from_tensor
 
     batch = SequenceBatch.from_input(path, "auto", device)
-    counts = shared_kmer_counts(batch)
-    own = torch.diagonal(counts)
     rows = []
 
     def add(step, fn):
@@ -113,7 +111,8 @@ def tree_parts(path, device: torch.device) -> list[dict]:
         rows.append({"stage": f"tree: {step}", "seconds": round(seconds, 4), "calls": 1})
         return out
 
-    add("shared 6-mer counts", lambda: shared_kmer_counts(batch))
+    counts = add("shared 6-mer counts", lambda: shared_kmer_counts(batch))
+    own = torch.diagonal(counts)
     dist = add("distances", lambda: kmer_distances(counts, own, own))
     host = add("copy to host", lambda: dist.to("cpu", copy=True).numpy())
     add("check on the host", lambda: cpu_tree.check_distances(host))

@@ -113,7 +113,7 @@ def _kmer_tree(batch: SequenceBatch, tree: str, backend: str):
     self_counts = torch.diagonal(counts)
     dist = kmer_distances(counts, self_counts, self_counts)
     method = "upgma_mafft" if tree == "auto" else tree
-    return tree_from_tensor(torch.as_tensor(dist), method, batch.names)
+    return tree_from_tensor(dist, method, batch.names)
 
 
 def _alignment_distances(codes: torch.Tensor, gap: int) -> torch.Tensor:

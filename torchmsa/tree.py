@@ -250,20 +250,16 @@ def tree_from_tensor(dist: torch.Tensor, method: str, names: list[str] | None = 
     For large inputs (10^4 sequences: an 800 MB matrix) on a GPU the checks run there as tensor
     operations, in row blocks of bounded size, instead of the host's loop (``benchmarks.stages``
     times both); either way the matrix crosses to the host once, into the array that the
-    clustering then works in. The tree is the one :func:`build_tree` gives, and
-    so are the errors (a bad matrix takes that path).
+    clustering then works in. The tree is the one :func:`build_tree` gives, and so are the
+    errors (on the CPU, or when the device's check fails, the host's check runs and raises).
     """
     _check_method(method)
-    if dist.ndim != 2 or dist.shape[0] != dist.shape[1] or dist.shape[0] < 1:
-        return build_tree(dist, method, names)
-    d = dist.to(torch.float64)
-    on_host = d.device.type == "cpu"
-    if not on_host and not _valid(d):
-        return build_tree(dist, method, names)
-    host = d.to("cpu", copy=d.data_ptr() == dist.data_ptr()).contiguous().numpy()
-    if on_host and cpu_tree.check_distances(host)[0]:  # the host's tiled loop is faster there
-        return build_tree(dist, method, names)
-    return _assemble(host, method, names, owned=True)
+    square = dist.ndim == 2 and dist.shape[0] == dist.shape[1] >= 1
+    checked = square and dist.device.type != "cpu" and _valid(dist.to(torch.float64))
+    # the clustering overwrites its matrix: always a private C-contiguous float64 copy
+    host = dist.to("cpu", torch.float64, copy=True, memory_format=torch.contiguous_format)
+    d = host.numpy() if checked else _distances(host.numpy())  # the host's loop, its errors
+    return _assemble(d, method, names, owned=True)
 
 
 def _valid(d: torch.Tensor) -> bool:
