@@ -6,8 +6,9 @@
 Each case is aligned once untimed (compiles land in the on-disk caches), then once with a
 timer around the stages (``torch.cuda.synchronize`` before and after each, so a stage's time
 includes its kernels). Stages nest: ``progressive._level`` holds ``profile_align`` and
-``batched_column_scores``; ``pipeline._kmer_tree`` holds the first tree. For the large-family
-cases the guide-tree step is also taken apart: the k-mer distance matrix checked on the host
+``batched_column_scores``; ``pipeline._first_tree`` holds the first tree (and ``lcs_lengths``
+when it is an LCS tree). For the large-family cases the guide-tree steps are also taken apart:
+LCS lengths, their distances and single linkage; the k-mer distance matrix checked on the host
 (``build_tree``'s loop) or on the device (``tree_from_tensor``), its copy to the host, and the
 clustering.
 """
@@ -28,7 +29,8 @@ DEFAULT_CASES = (
     "balifam10000:PF00202:default,balifam10000:PF13393:default"
 )
 STAGES = (
-    ("torchmsa.pipeline", "_kmer_tree"),
+    ("torchmsa.pipeline", "_first_tree"),
+    ("torchmsa.ops.lcs", "lcs_lengths"),
     ("torchmsa.pipeline", "_alignment_distances"),
     ("torchmsa.pipeline", "_progressive_jobs"),
     ("torchmsa.progressive", "_level"),
@@ -97,9 +99,10 @@ def _clock(device, fn):
 
 
 def tree_parts(path, device: torch.device) -> list[dict]:
-    """The k-mer guide tree's steps, timed one by one."""
+    """The LCS and k-mer guide trees' steps, timed one by one."""
     from torchmsa.cpu import tree as cpu_tree
     from torchmsa.ops.kmer import kmer_distances, shared_kmer_counts
+    from torchmsa.ops.lcs import lcs_distances, lcs_lengths
     from torchmsa.sequences import SequenceBatch
     from torchmsa.tree import build_tree, tree_from_tensor
 
@@ -111,6 +114,10 @@ def tree_parts(path, device: torch.device) -> list[dict]:
         rows.append({"stage": f"tree: {step}", "seconds": round(seconds, 4), "calls": 1})
         return out
 
+    lens = batch.lengths.to(device)
+    common = add("LCS lengths", lambda: lcs_lengths(batch.codes, lens))
+    lcs_dist = add("LCS distances", lambda: lcs_distances(common, lens))
+    add("LCS tree (tree_from_tensor, single)", lambda: tree_from_tensor(lcs_dist, "single"))
     counts = add("shared 6-mer counts", lambda: shared_kmer_counts(batch))
     own = torch.diagonal(counts)
     dist = add("distances", lambda: kmer_distances(counts, own, own))

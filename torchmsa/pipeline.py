@@ -48,8 +48,9 @@ __all__ = [
 ]
 
 MODES = ("auto", "fast", "default", "accurate")
-TREES = ("auto", "upgma", "upgma_mafft", "nj", "single", "parttree")
+TREES = ("auto", "upgma", "upgma_mafft", "nj", "single", "lcs", "parttree")
 PARTTREE_MIN_N = 20_000  # "auto" trees above this size are PartTree (no N x N matrix)
+LCS_MIN_N = 500  # default mode's "auto" tree above this size: single linkage on LCS distances
 SCORE_SCALE = 256
 # matrix, gap_open, gap_extend, matrix offset, terminal gap-opening factor (num, den)
 MSA_DEFAULTS = {
@@ -100,19 +101,25 @@ def profile_scoring(alphabet, matrix=None, gap_open=None, gap_extend=None) -> Pr
     )
 
 
-def _kmer_tree(batch: SequenceBatch, tree: str, backend: str):
-    """The first guide tree: 6-mer distances and a linkage, or PartTree for huge inputs."""
+def _first_tree(batch: SequenceBatch, method: str, backend: str):
+    """The first guide tree (``method`` from :func:`_first_tree_method`): PartTree, single
+    linkage on LCS distances, or 6-mer distances and a linkage."""
     from torchmsa.ops.kmer import kmer_distances, shared_kmer_counts
     from torchmsa.tree import tree_from_tensor
 
-    if tree == "parttree" or (tree == "auto" and len(batch) > PARTTREE_MIN_N):
+    if method == "parttree":
         from torchmsa.parttree import parttree_tree
 
         return parttree_tree(batch, backend=backend)
+    if method == "lcs":
+        from torchmsa.ops.lcs import lcs_distances, lcs_lengths
+
+        lengths = batch.lengths.to(batch.codes.device)
+        dist = lcs_distances(lcs_lengths(batch.codes, lengths, backend), lengths)
+        return tree_from_tensor(dist, "single", batch.names)
     counts = shared_kmer_counts(batch, backend=backend)
     self_counts = torch.diagonal(counts)
     dist = kmer_distances(counts, self_counts, self_counts)
-    method = "upgma_mafft" if tree == "auto" else tree
     return tree_from_tensor(dist, method, batch.names)
 
 
@@ -230,13 +237,21 @@ def _accurate_group(batches, scoring, method, impl, bar):
 
 
 def _linkage(tree: str) -> str:
-    return "upgma_mafft" if tree in ("auto", "parttree") else tree
+    """The linkage of trees built from alignment or library distances."""
+    return "upgma_mafft" if tree in ("auto", "parttree", "lcs") else tree
 
 
-def _first_tree_method(tree: str, n: int) -> str:
+def _first_tree_method(tree: str, n: int, mode: str) -> str:
     if tree == "parttree" or (tree == "auto" and n > PARTTREE_MIN_N):
         return "parttree"
+    if tree == "lcs" or (tree == "auto" and mode == "default" and n > LCS_MIN_N):
+        return "lcs"
     return _linkage(tree)
+
+
+def _second_pass(mode: str, method: str) -> bool:
+    """Default mode re-trees from its first alignment, except after an LCS tree."""
+    return mode == "default" and method != "lcs"
 
 
 def _align_group(batches, chosen, scoring, tree, impl, bar):
@@ -247,15 +262,24 @@ def _align_group(batches, chosen, scoring, tree, impl, bar):
     if chosen == "accurate":
         return _accurate_group(batches, scoring, method, impl, bar)
     gap = batches[0].alphabet.gap_code
-    trees = [_kmer_tree(b, tree, impl) if len(b) > 1 else None for b in batches]
+    firsts = [_first_tree_method(tree, len(b), chosen) for b in batches]
+    trees = [_first_tree(b, f, impl) if len(b) > 1 else None for b, f in zip(batches, firsts)]
     done = _progressive_jobs(batches, trees, scoring, impl, bar.step)
     extra = [{} for _ in batches]
     if chosen == "default":
-        trees = [
-            tree_from_tensor(_alignment_distances(c, gap), method, b.names) if len(b) > 1 else None
-            for b, (c, _) in zip(batches, done)
+        again = [j for j, f in enumerate(firsts) if _second_pass(chosen, f)]
+        retrees = [
+            tree_from_tensor(_alignment_distances(done[j][0], gap), method, batches[j].names)
+            if len(batches[j]) > 1
+            else None
+            for j in again
         ]
-        done = _progressive_jobs(batches, trees, scoring, impl, bar.step)
+        if again:
+            redone = _progressive_jobs(
+                [batches[j] for j in again], retrees, scoring, impl, bar.step
+            )
+            for j, t, r in zip(again, retrees, redone):
+                trees[j], done[j] = t, r
         rounds = REFINE_ROUNDS.get(chosen, 0)
         if rounds:
             from torchmsa.refine import refine
@@ -297,8 +321,10 @@ def align_many(
     groups: dict[tuple[str, str], list[int]] = {}
     for j, b in enumerate(batches):
         groups.setdefault((b.alphabet.name, chosen[j]), []).append(j)
+    firsts = [_first_tree_method(tree, len(b), chosen[j]) for j, b in enumerate(batches)]
     total = sum(
-        (2 if chosen[j] == "default" else 1) * max(0, len(b) - 1) for j, b in enumerate(batches)
+        (2 if _second_pass(chosen[j], firsts[j]) else 1) * max(0, len(b) - 1)
+        for j, b in enumerate(batches)
     )
     bar = _ProgressBar(total, progress)
     results: list = [None] * len(batches)
@@ -316,7 +342,7 @@ def align_many(
             "requested_mode": mode,
             "device": str(dev),
             "backend": impl,
-            "tree": _first_tree_method(tree, len(b)) if chosen[j] != "accurate" else _linkage(tree),
+            "tree": firsts[j] if chosen[j] != "accurate" else _linkage(tree),
             "n_sequences": len(b),
             "seconds": seconds,
             "jobs_in_batch": len(batches),

@@ -1,0 +1,160 @@
+"""LCS lengths of all pairs on the GPU (Triton): the twin of ``torchmsa/cpu/lcs.py``.
+
+The same bit-parallel recurrence, with 32-bit words, in word-major order: a program holds one
+sequence b and ``BLOCK_A`` shorter sequences a (one per lane) and runs word w of every a's bit
+vector over all of b's residues before word w + 1. The carry that word w passes to word w + 1 at
+residue q of b is kept as bit q of a carry row (``[BLOCK_A, CHUNKS]`` words in registers), so
+no word ever waits for another inside the residue loop. Sequences are sorted by length first,
+so that a lane's a is never longer than b and the lanes of a program have similar lengths.
+
+``M[c]`` is stored as ``int32 [A, W, N]`` (code, word, sequence), so the lanes of a program read
+consecutive words. Only pairs a < b (in sorted order) are computed; the other half is the
+mirror, and the diagonal is each sequence's length.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from torchmsa.errors import ArgumentError, ResourceError
+
+__all__ = ["lcs_lengths", "BLOCK_A"]
+
+BLOCK_A = 128
+INTERPRETER_BLOCK_A = 8
+
+
+@triton.jit
+def _popcount(x):
+    x = x - ((x >> 1) & 0x55555555)
+    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F
+    return (x * 0x01010101) >> 24
+
+
+@triton.jit
+def _lcs_fwd_kernel(
+    codes,
+    lengths,
+    masks,
+    out,
+    N,
+    W,
+    stride_c,
+    stride_o,
+    BLOCK_A: tl.constexpr,
+    CHUNKS: tl.constexpr,
+):
+    # program (sequence b, block of sequences a); lanes hold the a < b of the block
+    i_b = tl.program_id(0).to(tl.int64)
+    o_a = tl.program_id(1).to(tl.int64) * BLOCK_A + tl.arange(0, BLOCK_A)
+    m_a = o_a < i_b
+    len_a = tl.load(lengths + o_a, mask=m_a, other=0)
+    len_b = tl.load(lengths + i_b)
+    n_words = (tl.max(len_a, axis=0) + 31) // 32
+    n_chunks = (len_b + 31) // 32
+    b_lim = tl.where(m_a, len_b, 0)  # residues of b each lane reads
+    o_ch = tl.arange(0, CHUNKS)
+    b_carry = tl.zeros([BLOCK_A, CHUNKS], dtype=tl.int32)  # carries into word w, bit per q
+    b_total = tl.zeros([BLOCK_A], dtype=tl.int32)
+    for w in range(0, n_words):
+        b_v = tl.full([BLOCK_A], 0xFFFFFFFF, dtype=tl.uint32)
+        p_m = masks + w * N + o_a
+        for ch in range(0, n_chunks):
+            m_ch = (o_ch == ch)[None, :]
+            b_cin = tl.sum(tl.where(m_ch, b_carry, 0), axis=1).to(tl.uint32, bitcast=True)
+            b_cout = tl.zeros([BLOCK_A], dtype=tl.uint32)
+            for k in tl.static_range(32):
+                q = ch * 32 + k
+                c = tl.load(codes + i_b * stride_c + tl.minimum(q, len_b - 1)).to(tl.int64)
+                b_m = tl.load(p_m + c * W * N, mask=q < b_lim, other=0)
+                b_m = b_m.to(tl.uint32, bitcast=True)
+                b_u = b_v & b_m
+                b_s = b_v + b_u
+                b_t = b_s + ((b_cin >> k) & 1)
+                b_c = ((b_s < b_v) | (b_t < b_s)).to(tl.uint32)
+                b_cout = b_cout | (b_c << k)
+                b_v = b_t | (b_v & ~b_m)
+            b_carry = tl.where(m_ch, b_cout.to(tl.int32, bitcast=True)[:, None], b_carry)
+        n_bits = len_a - w * 32
+        b_keep = tl.where(n_bits >= 32, -1, (1 << tl.minimum(tl.maximum(n_bits, 0), 31)) - 1)
+        b_total += _popcount(~b_v & b_keep.to(tl.uint32, bitcast=True)).to(tl.int32)
+    tl.store(out + i_b * stride_o + o_a, b_total, mask=m_a)
+
+
+def _masks(codes: torch.Tensor, lengths: torch.Tensor, n_codes: int, n_words: int):
+    """``int32 [n_codes, n_words, N]``: bit p % 32 of word p // 32 set where ``a[p] == c``."""
+    n, width = codes.shape
+    pos = torch.arange(width, device=codes.device)
+    seq, p = torch.nonzero(pos[None, :] < lengths[:, None], as_tuple=True)
+    c = codes[seq, p].long()
+    flat = (c * n_words + p // 32) * n + seq
+    acc = torch.zeros(n_codes * n_words * n, dtype=torch.int64, device=codes.device)
+    acc.index_put_((flat,), torch.bitwise_left_shift(torch.ones_like(p), p % 32), accumulate=True)
+    acc = torch.where(acc >= 1 << 31, acc - (1 << 32), acc)  # distinct bits: the sum is the OR
+    return acc.to(torch.int32).view(n_codes, n_words, n)
+
+
+def lcs_lengths(codes: torch.Tensor, lengths: torch.Tensor, block_a: int | None = None):
+    """``int32 [N, N]`` LCS lengths of every pair, as :func:`torchmsa.cpu.lcs.lcs_lengths`.
+
+    Arguments:
+        codes: ``uint8 [N, L]`` residue codes on a CUDA device (or the CPU under Triton's
+            interpreter).
+        lengths: ``int [N]`` sequence lengths on the same device.
+        block_a: sequences of a per program (default :data:`BLOCK_A`; small in the
+            interpreter).
+    """
+    if codes.dtype != torch.uint8 or codes.dim() != 2 or lengths.shape != codes.shape[:1]:
+        raise ArgumentError(
+            f"`codes` must be uint8 [N, L] with `lengths` [N]; got {codes.dtype} "
+            f"{tuple(codes.shape)} and {tuple(lengths.shape)}"
+        )
+    n, width = codes.shape
+    dev = codes.device
+    out = torch.zeros(n, n, dtype=torch.int32, device=dev)
+    if n == 0:
+        return out
+    lens = lengths.to(torch.int64)
+    if int(lens.min()) < 0 or int(lens.max()) > width:
+        raise ArgumentError(f"`lengths` must lie in 0..{width} (the width of `codes`)")
+    order = torch.argsort(lens, stable=True)
+    s_codes = codes[order].contiguous()
+    s_lens = lens[order].to(torch.int32).contiguous()
+    longest = int(s_lens[-1])
+    n_words = max(1, -(-longest // 32))
+    n_codes = int(s_codes.max()) + 1
+    need = 4 * n_codes * n_words * n + 16 * n * n
+    if dev.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(dev)
+        if need > free:
+            raise ResourceError(
+                f"LCS distances of {n} sequences of up to {longest} residues need about "
+                f"{need / 2**30:.1f} GiB of device memory and {free / 2**30:.1f} GiB is free; "
+                f"use tree='auto' or 'parttree', or fewer sequences"
+            )
+    masks = _masks(s_codes, s_lens.long(), n_codes, n_words)
+    low = torch.zeros(n, n, dtype=torch.int32, device=dev)
+    block = block_a or (BLOCK_A if dev.type == "cuda" else INTERPRETER_BLOCK_A)
+    grid = (n, triton.cdiv(n, block))
+    _lcs_fwd_kernel[grid](
+        s_codes,
+        s_lens,
+        masks,
+        low,
+        n,
+        n_words,
+        s_codes.stride(0),
+        low.stride(0),
+        BLOCK_A=block,
+        CHUNKS=triton.next_power_of_2(n_words),
+        num_warps=max(1, min(4, block // 32)),
+    )
+    low += low.T.clone()
+    low.diagonal().copy_(s_lens)
+    inv = torch.empty_like(order)
+    inv[order] = torch.arange(n, device=dev)
+    out = low[inv][:, inv]
+    return out
