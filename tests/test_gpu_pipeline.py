@@ -15,14 +15,14 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 ROOT = Path(__file__).parent.parent
 
 
-def _balibase() -> Path | None:
+def _balibase(name: str = "balibase3") -> Path | None:
     for base in (
         os.environ.get("TORCHMSA_BENCH_DATA"),
         ROOT / ".devdata",
         ROOT.parent / "shared" / "benchmarks",
     ):
-        if base and (Path(base) / "balibase3").is_dir():
-            return Path(base) / "balibase3"
+        if base and (Path(base) / name).is_dir():
+            return Path(base) / name
     return None
 
 
@@ -57,3 +57,18 @@ def test_gpu_and_cpu_alignments_are_identical_on_balibase(mode):
             assert torch.equal(g.codes.cpu(), c.codes), case
             assert g.rows == c.rows, case
         print(f"{mode}: cases {first + k}..{first + k + len(paths) - 1} identical", flush=True)
+
+
+@needs_cuda
+def test_gpu_and_cpu_alignments_are_identical_on_large_families():
+    # above LCS_MIN_N sequences default mode takes the LCS tree (Triton kernel vs numba)
+    data = _balibase("balifam1000")
+    if data is None:
+        pytest.skip("balifam1000 data not found")
+    paths = [str(p) for p in sorted(data.glob("*.in.fasta.gz"))[:3]]
+    for path in paths:
+        gpu = torchmsa.align(path, device="cuda", mode="default")
+        cpu = torchmsa.align(path, device="cpu", mode="default")
+        assert gpu.metadata["tree"] == cpu.metadata["tree"] == "lcs", path
+        assert torch.equal(gpu.codes.cpu(), cpu.codes), path
+        assert gpu.rows == cpu.rows, path

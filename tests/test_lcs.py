@@ -122,3 +122,25 @@ def test_lcs_tree_is_single_linkage_on_lcs_distances():
     assert aln.tree.newick() == build_tree(dist, "single", list(seqs)).newick()
     assert aln.metadata["tree"] == "lcs"
     assert [r.replace("-", "") for r in aln.rows] == list(seqs.values())
+
+
+def test_auto_tree_above_lcs_min_n_is_one_pass_under_the_lcs_tree(monkeypatch):
+    from torchmsa import pipeline
+
+    seqs = [
+        "MKVLAAGIVGLLLAQ",
+        "MKVLAAGIVGLLLAR",
+        "MKVIAAGLLLQ",
+        "GAVLIMKQWW",
+        "GAVLIMKQWY",
+        "MKVLGAVLIMKQ",
+    ]
+    small = torchmsa.align(seqs, device="cpu", mode="default")
+    assert small.metadata["tree"] == "upgma_mafft"
+    monkeypatch.setattr(pipeline, "LCS_MIN_N", 5)
+    monkeypatch.setattr(pipeline, "REFINE_MAX_N", 5)
+    big = torchmsa.align(seqs, device="cpu", mode="default")
+    one_pass = torchmsa.align(seqs, device="cpu", mode="fast", tree="lcs")
+    assert big.metadata["tree"] == "lcs" and big.metadata["mode"] == "default"
+    assert torch.equal(big.codes, one_pass.codes)
+    assert big.tree.newick() == one_pass.tree.newick()
