@@ -144,3 +144,18 @@ def test_auto_tree_above_lcs_min_n_is_one_pass_under_the_lcs_tree(monkeypatch):
     assert big.metadata["tree"] == "lcs" and big.metadata["mode"] == "default"
     assert torch.equal(big.codes, one_pass.codes)
     assert big.tree.newick() == one_pass.tree.newick()
+
+
+def test_cli_tree_lcs(tmp_path, capsys):
+    from torchmsa.cli import main
+    from torchmsa.io import read_alignment
+
+    seqs = {"a": "MKVLAAGIVGLLLAQ", "b": "MKVIAAGLLLQ", "c": "GAVLIMKQWW"}
+    src, out, nwk = tmp_path / "in.fasta", tmp_path / "aln.fasta", tmp_path / "guide.nwk"
+    src.write_text("".join(f">{k}\n{v}\n" for k, v in seqs.items()))
+    argv = ["align", str(src), "-o", str(out), "--tree", "lcs", "--device", "cpu"]
+    assert main(argv + ["--tree-out", str(nwk)]) == 0
+    rows = {r.name: r.seq for r in read_alignment(out)}
+    assert {k: v.replace("-", "") for k, v in rows.items()} == seqs
+    want = torchmsa.align(seqs, device="cpu", tree="lcs")
+    assert nwk.read_text().strip() == want.tree.newick()

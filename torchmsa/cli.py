@@ -100,8 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tree",
         default="auto",
-        choices=["auto", "upgma", "upgma_mafft", "nj", "single"],
-        help="guide tree method",
+        choices=["auto", "upgma", "upgma_mafft", "nj", "single", "lcs", "parttree"],
+        help="guide tree method (lcs: single linkage on LCS distances, FAMSA's tree; auto: "
+        "lcs above 500 sequences in default mode)",
     )
     p.add_argument("--tree-out", metavar="FILE", help="write the guide tree (Newick) here")
     p.add_argument("--query", type=int, default=0, help="query row for a3m output (default 0)")

@@ -5,7 +5,9 @@ mode        stages
 =========== ==========================================================================
 fast        6-mer distances -> guide tree -> one progressive pass
 default     fast, then distances from that alignment -> new tree -> second pass ->
-            two rounds of refinement (MAFFT FFT-NS-2 style, plus light refinement)
+            two rounds of refinement (MAFFT FFT-NS-2 style, plus light refinement); above
+            :data:`LCS_MIN_N` sequences LCS distances -> single linkage -> one pass
+            (FAMSA's guide tree; ``tree="lcs"`` asks for it at any size)
 accurate    all-pairs local alignments -> distances and a consistency library -> tree ->
             progressive pass with consistency -> refinement until no edge gains (at most
             16 rounds; MAFFT L-INS-i style)
@@ -377,9 +379,12 @@ def align(
         mode: ``"fast"``, ``"default"`` or ``"auto"`` (see the module docstring).
         matrix: substitution matrix name or Biopython Array (default BLOSUM62 / NUC.4.4).
         gap_open, gap_extend: gap costs in matrix units (defaults in :data:`MSA_DEFAULTS`).
-        tree: guide tree method: ``"auto"`` (``"upgma_mafft"``, or PartTree above
-            :data:`PARTTREE_MIN_N` sequences), ``"upgma"``, ``"upgma_mafft"``, ``"nj"``,
-            ``"single"`` or ``"parttree"``. Second-pass trees (default mode) use the linkage.
+        tree: guide tree method: ``"auto"`` (``"upgma_mafft"``; in default mode above
+            :data:`LCS_MIN_N` sequences ``"lcs"``; PartTree above :data:`PARTTREE_MIN_N`),
+            ``"upgma"``, ``"upgma_mafft"``, ``"nj"``, ``"single"`` (on 6-mer distances),
+            ``"lcs"`` (single linkage on LCS distances, ``torchmsa/ops/lcs.py``; default mode
+            then makes one pass) or ``"parttree"``. Second-pass trees (default mode) use the
+            linkage (``"upgma_mafft"`` for ``"auto"``, ``"lcs"`` and ``"parttree"``).
         seqtype: ``"auto"``, ``"protein"``, ``"dna"`` or ``"rna"``.
         progress: print a progress bar on stderr.
         backend: DP backend, ``"auto"``, ``"cpu"`` or ``"triton"``.
