@@ -256,41 +256,38 @@ def _second_pass(mode: str, method: str) -> bool:
     return mode == "default" and method != "lcs"
 
 
-def _align_group(batches, chosen, scoring, tree, impl, bar):
-    """Align jobs that share an alphabet and a mode; returns (codes, tree, extra meta) each."""
+def _align_group(batches, chosen, firsts, scoring, tree, impl, bar):
+    """Align jobs that share an alphabet and a mode, each under its first-tree method
+    (``firsts``); returns (codes, tree, extra meta) each."""
     from torchmsa.tree import tree_from_tensor
 
     method = _linkage(tree)
     if chosen == "accurate":
         return _accurate_group(batches, scoring, method, impl, bar)
     gap = batches[0].alphabet.gap_code
-    firsts = [_first_tree_method(tree, len(b), chosen) for b in batches]
     trees = [_first_tree(b, f, impl) if len(b) > 1 else None for b, f in zip(batches, firsts)]
     done = _progressive_jobs(batches, trees, scoring, impl, bar.step)
     extra = [{} for _ in batches]
-    if chosen == "default":
-        again = [j for j, f in enumerate(firsts) if _second_pass(chosen, f)]
+    again = [j for j, f in enumerate(firsts) if _second_pass(chosen, f)]
+    if again:
         retrees = [
             tree_from_tensor(_alignment_distances(done[j][0], gap), method, batches[j].names)
             if len(batches[j]) > 1
             else None
             for j in again
         ]
-        if again:
-            redone = _progressive_jobs(
-                [batches[j] for j in again], retrees, scoring, impl, bar.step
-            )
-            for j, t, r in zip(again, retrees, redone):
-                trees[j], done[j] = t, r
-        rounds = REFINE_ROUNDS.get(chosen, 0)
-        if rounds:
-            from torchmsa.refine import refine
+        redone = _progressive_jobs([batches[j] for j in again], retrees, scoring, impl, bar.step)
+        for j, t, r in zip(again, retrees, redone):
+            trees[j], done[j] = t, r
+    rounds = REFINE_ROUNDS.get(chosen, 0)  # default mode only: accurate returned above
+    if rounds:
+        from torchmsa.refine import refine
 
-            for j, (b, t) in enumerate(zip(batches, trees)):
-                if t is not None and len(b) <= REFINE_MAX_N:
-                    codes, applied = refine(done[j][0], t, done[j][1], scoring, gap, rounds, impl)
-                    done[j] = (codes, done[j][1])
-                    extra[j]["refined_edges"] = applied
+        for j, (b, t) in enumerate(zip(batches, trees)):
+            if t is not None and len(b) <= REFINE_MAX_N:
+                codes, applied = refine(done[j][0], t, done[j][1], scoring, gap, rounds, impl)
+                done[j] = (codes, done[j][1])
+                extra[j]["refined_edges"] = applied
     return [(codes, tree, e) for (codes, _), tree, e in zip(done, trees, extra)]
 
 
@@ -333,7 +330,9 @@ def align_many(
     for (_, mode_j), idx in groups.items():
         scoring = profile_scoring(batches[idx[0]].alphabet, matrix, gap_open, gap_extend)
         group = [batches[j] for j in idx]
-        for j, res in zip(idx, _align_group(group, mode_j, scoring, tree, impl, bar)):
+        group_firsts = [firsts[j] for j in idx]
+        done = _align_group(group, mode_j, group_firsts, scoring, tree, impl, bar)
+        for j, res in zip(idx, done):
             results[j] = res
     bar.close()
     seconds = time.perf_counter() - t0

@@ -24,6 +24,7 @@ import triton
 import triton.language as tl
 
 from torchmsa.cpu import kmer as cpu_kmer
+from torchmsa.cpu.codes import check_codes
 from torchmsa.errors import ArgumentError
 
 __all__ = [
@@ -102,11 +103,7 @@ def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tenso
     red = reduced.detach().cpu()
     if red.dtype != torch.uint8 or red.dim() != 1:
         raise ArgumentError(f"`reduced` must be a 1-D uint8 map; got {red.dtype} {red.shape}")
-    if codes.dtype != torch.uint8 or codes.dim() != 2 or lengths.shape != codes.shape[:1]:
-        raise ArgumentError(
-            f"`codes` must be uint8 [N, L] with `lengths` [N]; got {codes.dtype} "
-            f"{tuple(codes.shape)} and {tuple(lengths.shape)}"
-        )
+    check_codes(codes, lengths)
     groups = red[red != cpu_kmer.NOT_COUNTED]
     base = int(groups.max()) + 1 if groups.numel() else 1
     if k < 1 or base**k >= PAD:
@@ -114,8 +111,6 @@ def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tenso
             f"Invalid value for `k` argument: {k!r}; use 1 <= k with {base} ** k < 2**31 - 1"
         )
     lengths = lengths.to(device=dev, dtype=torch.int32).contiguous()
-    if lengths.numel() and (int(lengths.min()) < 0 or int(lengths.max()) > codes.shape[1]):
-        raise ArgumentError(f"`lengths` must lie in 0..{codes.shape[1]} (the width of `codes`)")
     if codes.numel() and int(codes.max()) >= red.shape[0]:
         raise ArgumentError(
             f"a residue code ({int(codes.max())}) lies outside the reduced map of "

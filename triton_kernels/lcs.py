@@ -18,7 +18,8 @@ import torch
 import triton
 import triton.language as tl
 
-from torchmsa.errors import ArgumentError, ResourceError
+from torchmsa.cpu.codes import check_codes
+from torchmsa.errors import ResourceError
 
 __all__ = ["lcs_lengths", "BLOCK_A"]
 
@@ -107,19 +108,11 @@ def lcs_lengths(codes: torch.Tensor, lengths: torch.Tensor, block_a: int | None 
         block_a: sequences of a per program (default :data:`BLOCK_A`; small in the
             interpreter).
     """
-    if codes.dtype != torch.uint8 or codes.dim() != 2 or lengths.shape != codes.shape[:1]:
-        raise ArgumentError(
-            f"`codes` must be uint8 [N, L] with `lengths` [N]; got {codes.dtype} "
-            f"{tuple(codes.shape)} and {tuple(lengths.shape)}"
-        )
-    n, width = codes.shape
-    dev = codes.device
-    out = torch.zeros(n, n, dtype=torch.int32, device=dev)
+    check_codes(codes, lengths)
+    n, dev = codes.shape[0], codes.device
     if n == 0:
-        return out
+        return torch.zeros(0, 0, dtype=torch.int32, device=dev)
     lens = lengths.to(torch.int64)
-    if int(lens.min()) < 0 or int(lens.max()) > width:
-        raise ArgumentError(f"`lengths` must lie in 0..{width} (the width of `codes`)")
     order = torch.argsort(lens, stable=True)
     s_codes = codes[order].contiguous()
     s_lens = lens[order].to(torch.int32).contiguous()
@@ -133,7 +126,7 @@ def lcs_lengths(codes: torch.Tensor, lengths: torch.Tensor, block_a: int | None 
             raise ResourceError(
                 f"LCS distances of {n} sequences of up to {longest} residues need about "
                 f"{need / 2**30:.1f} GiB of device memory and {free / 2**30:.1f} GiB is free; "
-                f"use tree='auto' or 'parttree', or fewer sequences"
+                f"use tree='upgma_mafft' or 'parttree', or fewer sequences"
             )
     masks = _masks(s_codes, s_lens.long(), n_codes, n_words)
     low = torch.zeros(n, n, dtype=torch.int32, device=dev)
@@ -156,5 +149,4 @@ def lcs_lengths(codes: torch.Tensor, lengths: torch.Tensor, block_a: int | None 
     low.diagonal().copy_(s_lens)
     inv = torch.empty_like(order)
     inv[order] = torch.arange(n, device=dev)
-    out = low[inv][:, inv]
-    return out
+    return low.index_select(0, inv).index_select(1, inv)  # back to input order

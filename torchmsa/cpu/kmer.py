@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from torchmsa.cpu.codes import check_codes
 from torchmsa.errors import ArgumentError
 
 __all__ = ["PAD", "NOT_COUNTED", "kmer_ids", "shared_counts", "pair_counts"]
@@ -188,13 +189,7 @@ def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tenso
         raise ArgumentError(
             f"`reduced` must be a 1-D uint8 map; got {reduced.dtype} {reduced.shape}"
         )
-    if codes.dtype != np.uint8 or codes.ndim != 2 or lengths.shape != (codes.shape[0],):
-        raise ArgumentError(
-            f"`codes` must be uint8 [N, L] with `lengths` [N]; got {codes.dtype} {codes.shape} "
-            f"and {lengths.shape}"
-        )
-    if lengths.size and (lengths.min() < 0 or lengths.max() > codes.shape[1]):
-        raise ArgumentError(f"`lengths` must lie in 0..{codes.shape[1]} (the width of `codes`)")
+    check_codes(codes, lengths)
     groups = reduced[reduced != NOT_COUNTED]
     base = int(groups.max()) + 1 if groups.size else 1
     if k < 1 or base**k >= PAD:

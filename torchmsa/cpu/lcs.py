@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from torchmsa.errors import ArgumentError
+from torchmsa.cpu.codes import check_codes
 
 __all__ = ["lcs_lengths"]
 
@@ -111,11 +111,5 @@ def _check(codes, lengths) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(lengths, torch.Tensor):
         lengths = lengths.detach().cpu().numpy()
     codes, lengths = np.ascontiguousarray(codes), np.asarray(lengths).astype(np.int64)
-    if codes.dtype != np.uint8 or codes.ndim != 2 or lengths.shape != (codes.shape[0],):
-        raise ArgumentError(
-            f"`codes` must be uint8 [N, L] with `lengths` [N]; got {codes.dtype} {codes.shape} "
-            f"and {lengths.shape}"
-        )
-    if lengths.size and (lengths.min() < 0 or lengths.max() > codes.shape[1]):
-        raise ArgumentError(f"`lengths` must lie in 0..{codes.shape[1]} (the width of `codes`)")
+    check_codes(codes, lengths)
     return codes, lengths
