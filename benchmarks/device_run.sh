@@ -11,7 +11,7 @@
 #   e2e-fam   benchmarks.e2e_gpu on balifam1000,balifam10000 (FAM_SETS, E2E_TOOLS, E2E_LIMIT,
 #             E2E_SHARD, E2E_NAME, E2E_EXTRA)
 #   kmer      benchmarks.kmer_gpu;  families  benchmarks.large_families
-#   stages    benchmarks.stages (STAGE_CASES)
+#   stages    benchmarks.stages (STAGE_CASES, STAGE_ARGS)
 # Triton's kernel cache goes back as $OUT/triton_cache.tgz; name that file (carried in an
 # ignored folder) in TRITON_CACHE_TGZ on the next call and a fresh machine starts with it
 # (a cold cache costs minutes of compiling: README, "First run on a machine").
@@ -55,7 +55,7 @@ for stage in "$@"; do
     kmer) py -m benchmarks.kmer_gpu ${KMER_ARGS:-} --out "$OUT" 2>&1 | tail -20 ;;
     families) py -m benchmarks.large_families ${FAM_ARGS:---quick} --threads 16 --out "$OUT" \
               2>&1 | tail -20 ;;
-    stages) py -m benchmarks.stages ${STAGE_CASES:+--cases $STAGE_CASES} --out "$OUT" 2>&1 \
+    stages) py -m benchmarks.stages ${STAGE_CASES:+--cases $STAGE_CASES} ${STAGE_ARGS:-} --out "$OUT" 2>&1 \
               | tail -20 ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac

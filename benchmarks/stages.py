@@ -1,7 +1,7 @@
 """Where an alignment's time goes: synchronised wall clock per pipeline stage, on one device.
 
     python -m benchmarks.stages [--cases balifam10000:PF00202:default,...] [--device cuda]
-        [--name stages] [--out DIR]
+        [--cpu-level-cells 0,131072,...] [--name stages] [--out DIR]
 
 Each case is aligned once untimed (compiles land in the on-disk caches), then once with a
 timer around the stages (``torch.cuda.synchronize`` before and after each, so a stage's time
@@ -10,7 +10,9 @@ includes its kernels). Stages nest: ``progressive._level`` holds ``profile_align
 when it is an LCS tree). For the large-family cases the guide-tree steps are also taken apart:
 LCS lengths, their distances and single linkage; the k-mer distance matrix checked on the host
 (``build_tree``'s loop) or on the device (``tree_from_tensor``), its copy to the host, and the
-clustering.
+clustering. ``--cpu-level-cells`` times each case under several values of
+``progressive.CPU_LEVEL_CELLS`` (on a GPU, levels of at most that many DP cells run on the CPU)
+and checks that the alignment stays the same.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ STAGES = (
     ("torchmsa.pipeline", "_alignment_distances"),
     ("torchmsa.pipeline", "_progressive_jobs"),
     ("torchmsa.progressive", "_level"),
+    ("torchmsa.progressive", "_kid_profiles"),
+    ("torchmsa.progressive", "_merge"),
     ("torchmsa.progressive", "profile_align"),
     ("torchmsa.progressive", "batched_column_scores"),
     ("torchmsa.tree", "tree_from_tensor"),
@@ -140,27 +144,46 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", default=DEFAULT_CASES, help="dataset:case:mode,...")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--name", default="stages")
+    ap.add_argument(
+        "--cpu-level-cells",
+        default=None,
+        help="comma list of progressive.CPU_LEVEL_CELLS values to time each case under (the "
+        "alignments must not change)",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     device = torch.device(args.device)
     rows = []
+    from torchmsa import progressive
+
+    sweep = [None] if args.cpu_level_cells is None else args.cpu_level_cells.split(",")
+    default_cells = progressive.CPU_LEVEL_CELLS
     for spec in args.cases.split(","):
         dataset, case, mode = spec.split(":")
         path = _input(dataset, case)
-        torchmsa.align(path, device=device, mode=mode)
-        with StageClock(device) as clock:
-            wall, aln = _clock(
-                device, lambda p=path, m=mode: torchmsa.align(p, device=device, mode=m)
-            )
-        base = {"dataset": dataset, "case": case, "mode": mode, "n": len(aln.names)}
-        base["width"] = aln.codes.shape[1]
-        rows.append({**base, "stage": "whole alignment", "seconds": round(wall, 4), "calls": 1})
-        for label, seconds in clock.seconds.most_common():
-            rows.append({**base, "stage": label, "seconds": round(seconds, 4)})
-            rows[-1]["calls"] = clock.calls[label]
+        first = None
+        for cells in sweep:
+            progressive.CPU_LEVEL_CELLS = default_cells if cells is None else int(cells)
+            torchmsa.align(path, device=device, mode=mode)
+            with StageClock(device) as clock:
+                wall, aln = _clock(
+                    device, lambda p=path, m=mode: torchmsa.align(p, device=device, mode=m)
+                )
+            if first is None:
+                first = aln.codes.cpu()
+            elif not torch.equal(first, aln.codes.cpu()):
+                raise RuntimeError(f"{spec}: CPU_LEVEL_CELLS={cells} changed the alignment")
+            base = {"dataset": dataset, "case": case, "mode": mode, "n": len(aln.names)}
+            base["width"] = aln.codes.shape[1]
+            base["cpu_level_cells"] = progressive.CPU_LEVEL_CELLS
+            rows.append({**base, "stage": "whole alignment", "seconds": round(wall, 4), "calls": 1})
+            for label, seconds in clock.seconds.most_common():
+                rows.append({**base, "stage": label, "seconds": round(seconds, 4)})
+                rows[-1]["calls"] = clock.calls[label]
+            print(f"== {spec} cells {progressive.CPU_LEVEL_CELLS}: {wall:.2f} s", flush=True)
+        progressive.CPU_LEVEL_CELLS = default_cells
         if len(aln.names) >= 5000:
             rows += [{**base, **r} for r in tree_parts(path, device)]
-        print(f"== {spec}: {wall:.2f} s", flush=True)
     header = (
         f"Stage times on `{device}`, one alignment per case after an untimed one; stages nest "
         "(see the module docstring). `calls`: how often the stage ran.\n"

@@ -72,3 +72,20 @@ def test_gpu_and_cpu_alignments_are_identical_on_large_families():
         assert gpu.metadata["tree"] == cpu.metadata["tree"] == "lcs", path
         assert torch.equal(gpu.codes.cpu(), cpu.codes), path
         assert gpu.rows == cpu.rows, path
+
+
+@needs_cuda
+@pytest.mark.parametrize("cells", [-1, 1 << 40])
+def test_levels_on_the_gpu_alone_or_the_cpu_alone_give_the_same_alignments(monkeypatch, cells):
+    # by default small levels run on the CPU; here every level runs on one side
+    from torchmsa import progressive
+
+    data = _balibase()
+    if data is None:
+        pytest.skip("BAliBASE data not found")
+    paths = [str(p) for p in sorted(data.glob("*.in.fasta"))[::12]]
+    want = torchmsa.align_many(paths, device="cpu", mode="default")
+    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+    got = torchmsa.align_many(paths, device="cuda", mode="default")
+    for path, g, c in zip(paths, got, want):
+        assert torch.equal(g.codes.cpu(), c.codes), path

@@ -131,97 +131,299 @@ def split_cost(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return cost - close, close
 
 
-def _segment_ids(sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """For segments of ``sizes``: (segment id of each flat element, segment offsets)."""
-    off = torch.zeros(sizes.numel() + 1, dtype=torch.int64, device=sizes.device)
-    off[1:] = torch.cumsum(sizes, 0)
-    ids = torch.repeat_interleave(torch.arange(sizes.numel(), device=sizes.device), sizes)
-    return ids, off
+CPU_LEVEL_CELLS = 1 << 17  # on a GPU, a level of at most this many DP cells runs on the CPU
+POOL_ROWS = 1024  # first size of a device's node pool
 
 
-def _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend, cons=None, g=0):
-    device = table.seq.device
-    n_pairs = pairs.shape[0]
-    kids = torch.cat([pairs[:, 0], pairs[:, 1]])
-    kid_pos = torch.full((node_cols.numel(),), -1, dtype=torch.int64, device=device)
-    kid_pos[kids] = torch.arange(kids.numel(), device=device)
-    seq_kid = kid_pos[node_of_seq]
-    idx = torch.nonzero(seq_kid[table.seq] >= 0).squeeze(1)
-    r_seq, r_code, r_col = table.seq[idx], table.code[idx], table.col[idx]
-    r_kid = seq_kid[r_seq]
-    r_w = weights[r_seq]
+def _excl(sizes: np.ndarray) -> np.ndarray:
+    """Exclusive prefix sums (segment offsets) of ``sizes``."""
+    return np.cumsum(sizes) - sizes
 
-    cols = node_cols[kids]
-    _, col_off = _segment_ids(cols)
-    n_alpha = scoring.matrix.shape[0]
-    prof = torch.zeros(int(col_off[-1]), n_alpha, dtype=torch.float64, device=device)
-    prof.index_put_((col_off[r_kid] + r_col, r_code), r_w.to(torch.float64), accumulate=True)
-    kid_w = torch.zeros(kids.numel(), dtype=torch.int64, device=device)
-    in_level = seq_kid >= 0
-    kid_w.index_put_((seq_kid[in_level],), weights[in_level], accumulate=True)
 
-    # Boundary b of a child lies before its column b; a new gap there opens a gap in every
-    # sequence with residues on both sides (the outside counts as residue).
-    bnd_off = col_off + torch.arange(kids.numel() + 1, device=device)
-    both = torch.zeros(int(bnd_off[-1]), dtype=torch.int64, device=device)
-    nxt = torch.clamp(idx + 1, max=table.seq.numel() - 1)
-    last = idx + 1 == table.seq_off[r_seq + 1]
-    first = idx == table.seq_off[r_seq]
-    inner = ~last & (table.col[nxt] == r_col + 1)
-    b_first = first & (r_col == 0)
-    b_last = last & (r_col == cols[r_kid] - 1)
-    base = bnd_off[r_kid]
-    for sel, pos in ((inner, r_col + 1), (b_first, r_col * 0), (b_last, r_col + 1)):
-        both.index_put_((base[sel] + pos[sel],), r_w[sel], accumulate=True)
-    bnd_kid, _ = _segment_ids(cols + 1)
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``starts[i] .. starts[i] + sizes[i] - 1`` for every i, concatenated (int64)."""
+    sizes = np.asarray(sizes, np.int64)
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    return np.repeat(np.asarray(starts, np.int64) - _excl(sizes), sizes) + np.arange(total)
+
+
+def _upload(device: torch.device, **arrays) -> dict[str, torch.Tensor]:
+    """Host int64 arrays as tensors on ``device``, in one copy; views by name."""
+    parts = [np.asarray(a, np.int64).ravel() for a in arrays.values()]
+    flat = torch.from_numpy(np.concatenate(parts) if parts else np.zeros(0, np.int64))
+    if device.type != "cpu":
+        flat = flat.to(device)
+    out, at = {}, 0
+    for name, part in zip(arrays, parts):
+        out[name] = flat[at : at + len(part)]
+        at += len(part)
+    return out
+
+
+class _Pool:
+    """Profiles (``int32 [rows, A]``) and boundary weights (``int64``) of the internal nodes
+    that live on one device; a node's rows are its columns, its boundaries one more."""
+
+    def __init__(self, device: torch.device, n_alpha: int):
+        self.device = device
+        self.prof = torch.zeros((POOL_ROWS, n_alpha), dtype=torch.int32, device=device)
+        self.both = torch.zeros(POOL_ROWS, dtype=torch.int64, device=device)
+        self.rows = self.bnds = 0
+
+
+class _Nodes:
+    """Host bookkeeping of every tree node (columns, weight, where its profile lives) and the
+    pools. Leaves have no pool entry: their profiles come from the residue codes."""
+
+    def __init__(self, table: ResidueTable, lengths, forest: Forest, weights, n_alpha: int):
+        n, k = forest.n_leaves, forest.children.shape[0]
+        self.n_leaves, self.n_alpha = n, n_alpha
+        self.cols = np.zeros(n + k, np.int64)
+        self.cols[:n] = lengths.cpu().numpy()
+        self.w = np.zeros(n + k, np.int64)
+        self.w[:n] = weights.cpu().numpy()
+        self.seq_off = table.seq_off.cpu().numpy()
+        self.pool_of = np.full(n + k, -1, np.int64)  # index into self.pools; -1: a leaf
+        self.row = np.zeros(n + k, np.int64)
+        self.bnd = np.zeros(n + k, np.int64)
+        self.alive = np.zeros(n + k, bool)
+        # element space: a leaf's elements are its residues, an internal node's its columns
+        self.elem = np.zeros(n + k, np.int64)
+        self.elem[:n] = self.seq_off[:-1]
+        self.n_elems = int(self.seq_off[-1])
+        self.pools: list[_Pool] = []
+        self._codes = {table.code.device: table.code}
+        self._matrix: dict = {}
+
+    def pool(self, device: torch.device) -> int:
+        for i, p in enumerate(self.pools):
+            if p.device == device:
+                return i
+        self.pools.append(_Pool(device, self.n_alpha))
+        return len(self.pools) - 1
+
+    def codes(self, device: torch.device) -> torch.Tensor:
+        if device not in self._codes:
+            self._codes[device] = next(iter(self._codes.values())).to(device)
+        return self._codes[device]
+
+    def matrix(self, scoring: ProfileScoring, device: torch.device) -> torch.Tensor:
+        if device not in self._matrix:
+            self._matrix[device] = scoring.matrix.to(device=device, dtype=torch.float64)
+        return self._matrix[device]
+
+    def store(self, nodes, cols, prof, both, device) -> None:
+        """Appends new nodes' profiles and boundary weights to ``device``'s pool; when full, the
+        pool keeps only its live nodes, in a buffer at least twice their size."""
+        q = self.pool(device)
+        pool = self.pools[q]
+        rows, bnds = prof.shape[0], both.shape[0]
+        if pool.rows + rows > pool.prof.shape[0] or pool.bnds + bnds > pool.both.shape[0]:
+            live = np.nonzero(self.alive & (self.pool_of == q))[0]
+            r_src = _ranges(self.row[live], self.cols[live])
+            b_src = _ranges(self.bnd[live], self.cols[live] + 1)
+            idx = _upload(device, r=r_src, b=b_src)
+            size = (2 * (len(r_src) + rows) + POOL_ROWS, self.n_alpha)
+            new_prof = torch.zeros(size, dtype=torch.int32, device=device)
+            new_both = torch.zeros(
+                2 * (len(b_src) + bnds) + POOL_ROWS, dtype=torch.int64, device=device
+            )
+            new_prof[: len(r_src)] = pool.prof[idx["r"]]
+            new_both[: len(b_src)] = pool.both[idx["b"]]
+            self.row[live] = _excl(self.cols[live])
+            self.bnd[live] = _excl(self.cols[live] + 1)
+            pool.prof, pool.both, pool.rows, pool.bnds = new_prof, new_both, len(r_src), len(b_src)
+        pool.prof[pool.rows : pool.rows + rows] = prof
+        pool.both[pool.bnds : pool.bnds + bnds] = both
+        self.pool_of[nodes] = q
+        self.row[nodes] = pool.rows + _excl(cols)
+        self.bnd[nodes] = pool.bnds + _excl(cols + 1)
+        self.alive[nodes] = True
+        pool.rows += rows
+        pool.bnds += bnds
+
+
+def _kid_profiles(st: _Nodes, kids, cols, col_off, bnd_off, kid_w, device):
+    """Profiles ``float64 [sum(cols), A]`` and boundary weights ``int64 [sum(cols + 1)]`` of
+    the level's children: leaves from their codes, internal nodes from their pools."""
+    K, nb = int(cols.sum()), int(cols.sum()) + len(kids)
+    leaf = np.nonzero(kids < st.n_leaves)[0]
+    v = _upload(
+        device,
+        res=_ranges(st.seq_off[kids[leaf]], cols[leaf]),
+        dst=_ranges(col_off[leaf], cols[leaf]),
+        w=np.repeat(kid_w[leaf], cols[leaf]),
+        b_dst=_ranges(bnd_off[leaf], cols[leaf] + 1),
+        b_w=np.repeat(np.where(cols[leaf] > 0, kid_w[leaf], 0), cols[leaf] + 1),
+    )
+    prof = torch.zeros((K, st.n_alpha), dtype=torch.float64, device=device)
+    prof[v["dst"], st.codes(device)[v["res"]]] = v["w"].to(torch.float64)
+    both = torch.zeros(nb, dtype=torch.int64, device=device)
+    both[v["b_dst"]] = v["b_w"]
+    for q, pool in enumerate(st.pools):
+        sel = np.nonzero(st.pool_of[kids] == q)[0]
+        if len(sel) == 0:
+            continue
+        src = _upload(
+            pool.device,
+            r=_ranges(st.row[kids[sel]], cols[sel]),
+            b=_ranges(st.bnd[kids[sel]], cols[sel] + 1),
+        )
+        dst = _upload(
+            device, r=_ranges(col_off[sel], cols[sel]), b=_ranges(bnd_off[sel], cols[sel] + 1)
+        )
+        prof[dst["r"]] = pool.prof[src["r"]].to(device=device, dtype=torch.float64)
+        both[dst["b"]] = pool.both[src["b"]].to(device)
+    return prof, both
+
+
+def _merge(st, pairs, kids, cols, col_off, bnd_off, prof, both, info, ops, device):
+    """The parents of a level: their columns, profiles and boundary weights from the children's
+    and the traceback ops; records where every child column went (``st`` element maps)."""
+    P = len(pairs)
+    n, m = cols[:P], cols[P:]
+    W = info[:, 1].cpu().numpy().astype(np.int64)  # the level's one wait for the device
+    sizes = n + m
+    t = np.arange(int(sizes.sum())) - np.repeat(_excl(sizes), sizes)
+    pair_of_kid = np.arange(2 * P) % P
+    w_off, wb_off = _excl(W), _excl(W + 1)
+    parents = pairs[:, 2]
+    st.elem[parents] = st.n_elems + w_off
+    st.n_elems += int(W.sum())
+    # boundary c of a non-empty child: what lies left and right of it must stay adjacent
+    ne = np.nonzero(cols > 0)[0]
+    bk = np.repeat(ne, cols[ne] + 1)
+    c = _ranges(np.zeros(len(ne), np.int64), cols[ne] + 1)
+    v = _upload(
+        device,
+        t=t,
+        valid=t < np.repeat(W, sizes),
+        col_par=np.repeat(w_off[pair_of_kid], cols),
+        elem_par=np.repeat(st.elem[parents][pair_of_kid], cols),
+        cur=col_off[bk] + np.minimum(c, cols[bk] - 1),
+        prev=col_off[bk] + np.maximum(c - 1, 0),
+        first=c == 0,
+        last=c == cols[bk],
+        width=W[pair_of_kid[bk]],
+        b_par=wb_off[pair_of_kid[bk]],
+        b_src=bnd_off[bk] + c,
+    )
+    valid = v["valid"].bool()
+    ops = ops[: len(t)].to(device)
+    K = int(cols.sum())
+    new_col = torch.empty(K + 1, dtype=torch.int64, device=device)  # slot K: a dump
+    for take, base in ((ops != OP_LEFT, 0), (ops != OP_UP, int(n.sum()))):
+        take = valid & take
+        new_col[torch.where(take, base + torch.cumsum(take, 0) - 1, K)] = v["t"]
+    new_col = new_col[:K]
+    prof_par = torch.zeros((int(W.sum()), st.n_alpha), dtype=torch.float64, device=device)
+    prof_par.index_add_(0, v["col_par"] + new_col, prof)
+    nbp = int((W + 1).sum())
+    here = new_col[v["cur"]] + v["last"]
+    before = torch.where(v["first"].bool(), 0, new_col[v["prev"]] + 1)
+    keep = (here == before) & ((v["last"] == 0) | (here == v["width"]))
+    both_par = torch.zeros(nbp + 1, dtype=torch.int64, device=device)
+    both_par.index_add_(0, torch.where(keep, v["b_par"] + here, nbp), both[v["b_src"]])
+    st.alive[kids] = False
+    st.store(parents, W, prof_par.to(torch.int32), both_par[:nbp], device)
+    st.cols[parents] = W
+    st.w[parents] = st.w[pairs[:, 0]] + st.w[pairs[:, 1]]
+    return new_col, v["elem_par"] + new_col, _ranges(st.elem[kids], cols)
+
+
+def _level(st, pairs, scoring, device, backend, cons=None, g=0, track=None):
+    """Aligns one level's node pairs (``int64 [P, 3]``: child, child, parent) on ``device``.
+
+    Returns ``(child element ids (host), their elements in the parents (on device))``.
+    """
+    P = len(pairs)
+    kids = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    cols = st.cols[kids]
+    col_off = _excl(cols)
+    bnd_off = col_off + np.arange(2 * P)
+    kid_w = st.w[kids]
+    prof, both = _kid_profiles(st, kids, cols, col_off, bnd_off, kid_w, device)
+    col_kid = np.repeat(np.arange(2 * P), cols)
+    v = _upload(
+        device,
+        ends=np.concatenate([bnd_off, bnd_off + cols]),
+        bnd_w=np.repeat(kid_w, cols + 1),
+        col_w=kid_w[col_kid],
+        res_at=np.arange(len(col_kid)) + col_kid + 1,
+        a_off=bnd_off[:P],
+        b_off=bnd_off[P:],
+    )
     ends = torch.zeros_like(both, dtype=torch.bool)
-    ends[bnd_off[:-1]] = True
-    ends[bnd_off[1:] - 1] = True
-    open_cost = open_costs(both, kid_w[bnd_kid], ends, scoring)
-
-    # the residue factor of each column; flat column c of child k is boundary index c + k + 1
-    col_kid, _ = _segment_ids(cols)
+    ends[v["ends"]] = True
+    gap_open, gap_close = split_cost(open_costs(both, v["bnd_w"], ends, scoring))
     res = torch.zeros_like(both, dtype=torch.int32)
-    res[torch.arange(col_kid.numel(), device=device) + col_kid + 1] = residue_factors(
-        prof.sum(1), kid_w[col_kid]
-    )
-    gap_open, gap_close = split_cost(open_cost)
-
-    n, m = cols[:n_pairs], cols[n_pairs:]
-    mat = scoring.matrix.to(device=device, dtype=torch.float64)
+    res[v["res_at"]] = residue_factors(prof.sum(1), v["col_w"])
+    n, m = cols[:P], cols[P:]
     S, s_off = batched_column_scores(
-        prof, col_off[:n_pairs], n, col_off[n_pairs:-1], m, kid_w[:n_pairs], kid_w[n_pairs:], mat
+        prof, col_off[:P], n, col_off[P:], m, kid_w[:P], kid_w[P:], st.matrix(scoring, device)
     )
-    info, ops, ops_off = profile_align(
+    if cons is not None:
+        S = S + track.tiles(cons, g, kids, P, s_off, cols, col_off, kid_w)
+    info, ops, _ = profile_align(
         S,
         s_off,
-        n.to(torch.int32),
-        m.to(torch.int32),
+        torch.from_numpy(n.astype(np.int32)),
+        torch.from_numpy(m.astype(np.int32)),
         gap_open,
         gap_close,
-        bnd_off[:n_pairs],
+        v["a_off"],
         gap_open,
         gap_close,
-        bnd_off[n_pairs:-1],
+        v["b_off"],
         scoring.gap_extend,
         GLOBAL,
         res,
         res,
         backend=backend,
     )
-    info, ops, ops_off = info.to(device), ops.to(device), ops_off.to(device)
-    n_ops = info[:, 1].to(torch.int64)
+    new_col, elems, kid_elems = _merge(
+        st, pairs, kids, cols, col_off, bnd_off, prof, both, info, ops, device
+    )
+    if track is not None:
+        track.move(kids, P, col_off, new_col, pairs[:, 2])
+    return kid_elems, elems
 
-    flat_pair, _ = _segment_ids(n + m)
-    t = torch.arange(ops.numel(), device=device) - ops_off[flat_pair]
-    valid = t < n_ops[flat_pair]
-    take_a = torch.nonzero(valid & (ops != OP_LEFT)).squeeze(1)
-    take_b = torch.nonzero(valid & (ops != OP_UP)).squeeze(1)
-    new_col = torch.cat([t[take_a], t[take_b]])
-    table.col[idx] = new_col[col_off[r_kid] + r_col]
-    parents = pairs[:, 2]
-    node_of_seq[in_level] = parents[seq_kid[in_level] % n_pairs]
-    node_cols[parents] = n_ops
+
+class _Columns:
+    """Accurate mode's consistency tiles need each residue's column in its current node after
+    every level: the residue table is kept up to date (on the table's device)."""
+
+    def __init__(self, table: ResidueTable, weights: torch.Tensor, n_nodes: int):
+        self.table, self.weights = table, weights
+        device = table.seq.device
+        self.node_of_seq = torch.arange(len(weights), device=device)
+        self.kid_pos = torch.full((n_nodes,), -1, dtype=torch.int64, device=device)
+
+    def _seq_kid(self, kids):
+        kids_t = torch.from_numpy(kids).to(self.kid_pos.device)
+        self.kid_pos[kids_t] = torch.arange(len(kids), device=self.kid_pos.device)
+        seq_kid = self.kid_pos[self.node_of_seq]
+        self.kid_pos[kids_t] = -1
+        return seq_kid
+
+    def tiles(self, cons, g, kids, P, s_off, cols, col_off, kid_w):
+        dev = self.kid_pos.device
+        n, m, w = (torch.from_numpy(x).to(dev) for x in (cols[:P], cols[P:], kid_w))
+        seq_kid = self._seq_kid(kids)
+        return cons.level_tiles(g, self.table, seq_kid, P, s_off, n, m, w, self.weights)
+
+    def move(self, kids, P, col_off, new_col, parents):
+        table, dev = self.table, self.kid_pos.device
+        seq_kid = self._seq_kid(kids)
+        idx = torch.nonzero(seq_kid[table.seq] >= 0).squeeze(1)
+        r_kid = seq_kid[table.seq[idx]]
+        offs = torch.from_numpy(col_off).to(dev)
+        table.col[idx] = new_col.to(dev)[offs[r_kid] + table.col[idx]]
+        in_level = seq_kid >= 0
+        par = torch.from_numpy(parents).to(dev)
+        self.node_of_seq[in_level] = par[seq_kid[in_level] % P]
 
 
 @dataclass
@@ -292,19 +494,36 @@ def progressive_align(
         Each job's alignment width.
     """
     device = table.seq.device
-    n_seqs = forest.n_leaves
-    n_nodes = n_seqs + forest.children.shape[0]
-    node_cols = torch.zeros(n_nodes, dtype=torch.int64, device=device)
-    node_cols[:n_seqs] = lengths.to(device=device, dtype=torch.int64)
-    node_of_seq = torch.arange(n_seqs, device=device)
-    weights = weights.to(device)
-    children = torch.from_numpy(np.array(forest.children, dtype=np.int64))
+    n_alpha = scoring.matrix.shape[0]
+    st = _Nodes(table, lengths, forest, weights, n_alpha)
+    track = None
+    if consistency is not None:
+        track = _Columns(table, weights.to(device), st.cols.size)
+    offload = device.type == "cuda" and backend == "auto" and consistency is None
+    cpu = torch.device("cpu")
+    pieces: dict[torch.device, list] = {}
     done, total = 0, forest.children.shape[0]
     for g, level in enumerate(forest.levels):
-        ids = torch.from_numpy(np.array(level, dtype=np.int64))
-        pairs = torch.cat([children[ids - n_seqs], ids[:, None]], 1).to(device)
-        _level(table, node_of_seq, node_cols, weights, pairs, scoring, backend, consistency, g)
+        ids = np.asarray(level, dtype=np.int64)
+        pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
+        cols = st.cols[pairs[:, :2]]
+        small = offload and int((cols[:, 0] * cols[:, 1]).sum()) <= CPU_LEVEL_CELLS
+        where, bk = (cpu, "cpu") if small else (device, backend)
+        kid_elems, elems = _level(st, pairs, scoring, where, bk, consistency, g, track)
+        pieces.setdefault(where, []).append((kid_elems, elems))
         done += len(level)
         if progress is not None:
             progress(done, total)
-    return node_cols[torch.from_numpy(forest.roots).to(device)].tolist()
+    # every element points to where it went in its parent; pointer jumping takes each to the
+    # root's column
+    up = torch.arange(st.n_elems, device=device)
+    for parts in pieces.values():
+        idx = torch.from_numpy(np.concatenate([k for k, _ in parts])).to(device)
+        up[idx] = torch.cat([e for _, e in parts]).to(device)
+    for _ in range(max(1, len(forest.levels)).bit_length()):
+        up = up[up]
+    # each root's columns are a range of elements: a residue's column is its offset there
+    starts = torch.from_numpy(np.sort(st.elem[forest.roots])).to(device)
+    home = up[: table.seq.numel()]
+    table.col = home - starts[torch.searchsorted(starts, home, right=True) - 1]
+    return st.cols[forest.roots].tolist()

@@ -100,6 +100,7 @@ class Args:
     res_b: torch.Tensor
     ops: torch.Tensor | None = None
     ops_off: torch.Tensor | None = None
+    sizes: np.ndarray | None = None  # int64 [2, P]: n and m on the host, when given there
 
 
 def _mode(mode) -> int:
@@ -166,7 +167,10 @@ def profile_args(
     S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode, res_a, res_b
 ):
     dev = S.device
-    lo, hi = _range(S)
+    # only local and semiglobal runs track best cells, which needs the score range
+    lo, hi = _range(S) if _mode(mode) else (0, 0)
+    on_host = n.device.type == "cpu" and m.device.type == "cpu"
+    sizes = torch.stack([n.long(), m.long()]).numpy() if on_host else None
 
     def i32(t):
         t = t.to(device=dev, dtype=torch.int32).contiguous()
@@ -198,6 +202,7 @@ def profile_args(
         b_off=i64(b_off),
         res_a=i32(torch.full_like(open_a, RES_ONE) if res_a is None else res_a),
         res_b=i32(torch.full_like(open_b, RES_ONE) if res_b is None else res_b),
+        sizes=sizes,
     )
 
 
@@ -243,7 +248,10 @@ def _budget(dev: torch.device) -> int:
 def plan(args: Args, trace: bool) -> Launch:
     """Group, sort and chunk the pairs of ``args`` into launches."""
     dev = args.n.device
-    n, m = torch.stack([args.n, args.m]).cpu().numpy().astype(np.int64)
+    if args.sizes is not None:
+        n, m = args.sizes
+    else:
+        n, m = torch.stack([args.n, args.m]).cpu().numpy().astype(np.int64)
     P = len(n)
     _check_lengths(args, n, m)
     lanes = _lanes(dev)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 __all__ = ["column_scores", "batched_column_scores", "PAD_SLACK"]
@@ -71,6 +72,8 @@ def batched_column_scores(
         off_a, n: ``int64 [P]`` first row and row count of each pair's first profile.
         off_b, m: the same for the second profiles.
         w_a, w_b: ``int64 [P]`` the profiles' total weights.
+        (These six may be tensors on any device or host arrays: the host needs them to plan
+        the buckets, so host arrays save a wait for the device.)
         matrix: ``float64 [A, A]`` integer substitution scores.
 
     Returns:
@@ -78,16 +81,21 @@ def batched_column_scores(
         at ``s_off[p]``; the same values as :func:`column_scores` pair by pair.
     """
     device = prof.device
-    cells = n * m
-    s_off = torch.cumsum(cells, 0) - cells
-    S = torch.empty(int(cells.sum()), dtype=torch.int32, device=device)
+    host = [x.cpu().numpy() if torch.is_tensor(x) else np.asarray(x) for x in (off_a, n, off_b, m)]
+    host = [x.astype(np.int64) for x in host]
+    off_a_l, n_l, off_b_l, m_l = (x.tolist() for x in host)
+    cells_h = host[1] * host[3]
+    s_off_h = np.cumsum(cells_h) - cells_h
+    wa_l, wb_l = (x.tolist() if torch.is_tensor(x) else np.asarray(x).tolist() for x in (w_a, w_b))
+    dev = torch.from_numpy(np.stack([*host, s_off_h, np.asarray(wa_l), np.asarray(wb_l)]))
+    off_a, n, off_b, m, s_off, w_a, w_b = dev.to(device).unbind(0)
+    c_l, s_off_l = cells_h.tolist(), s_off_h.tolist()
+    total = int(cells_h.sum())
+    S = torch.empty(total + 1, dtype=torch.int32, device=device)  # slot `total`: a dump
     padded = torch.cat([prof, prof.new_zeros(1, prof.shape[1])])
     zero_row = prof.shape[0]
-    n_l, m_l, c_l = n.tolist(), m.tolist(), cells.tolist()
     pm = prof @ matrix
     pm = torch.cat([pm, pm.new_zeros(1, pm.shape[1])])
-    off_a_l, off_b_l, s_off_l = off_a.tolist(), off_b.tolist(), s_off.tolist()
-    wa_l, wb_l = w_a.tolist(), w_b.tolist()
     alone = CPU_ALONE_CELLS if device.type == "cpu" else None
     for bucket in _buckets(c_l, n_l, m_l, alone):
         if len(bucket) == 1:
@@ -114,10 +122,10 @@ def batched_column_scores(
         if device.type == "cuda":  # one scatter beats a launch per pair
             valid = (ia[None, :, None] < nb[:, :, None]) & (ib[None, None, :] < mb[:, None, :])
             dest = s_off[idx][:, None, None] + ia[None, :, None] * mb[:, :, None]
-            dest = dest + ib[None, None, :]
-            S[dest[valid]] = vals[valid]
+            dest = torch.where(valid, dest + ib[None, None, :], total)
+            S[dest.view(-1)] = vals.view(-1)
         else:  # on the CPU plain copies of each pair's block are cheaper than a masked scatter
             for k, p in enumerate(bucket):
                 block = vals[k, : n_l[p], : m_l[p]].reshape(-1)
                 S[s_off_l[p] : s_off_l[p] + c_l[p]] = block
-    return S, s_off
+    return S[:total], s_off

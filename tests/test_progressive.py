@@ -1,0 +1,203 @@
+"""The level-batched progressive pass against a plain-Python merge of one node at a time."""
+
+import numpy as np
+import pytest
+import torch
+
+from tests import oracles
+from tests.test_refine import _oracle_side
+from torchmsa import progressive
+from torchmsa.alphabet import PROTEIN
+from torchmsa.pipeline import profile_scoring
+from torchmsa.progressive import Forest, ResidueTable, _ranges, _upload, progressive_align
+from torchmsa.tree import build_tree
+
+GAP = PROTEIN.gap_code
+
+
+def _oracle(seqs, tree, weights, scoring, record=None, library=(), cw=0):
+    """Rows of the alignment: each node's children merged by the plain DP oracle; ``record``
+    (a dict) gets each node's DP inputs. ``library`` entries ``(x, i, y, j, w)`` add
+    ``cw * sum(w * weight_x * weight_y) // (w_a * w_b)`` to the scores of the columns that hold
+    residue i of x and residue j of y when x and y meet."""
+    mat = scoring.matrix.tolist()
+    n_alpha = len(mat)
+    aln = {i: [list(s)] for i, s in enumerate(seqs)}
+    rows_of = {i: [i] for i in range(len(seqs))}
+    for k, (a, b) in enumerate(np.asarray(tree.children).tolist()):
+        codes_a, codes_b = aln.pop(a), aln.pop(b)
+        sides = []
+        for codes, rows in ((codes_a, rows_of[a]), (codes_b, rows_of[b])):
+            w = [weights[r] for r in rows]
+            if not codes[0]:  # no columns: every sequence of the node is empty
+                sides.append(([], [], sum(w), [0], [0], [0]))  # its one boundary: weight 0
+                continue
+            args = (n_alpha, scoring.gap_open, scoring.terminal)
+            sides.append(_oracle_side(range(len(rows)), codes, w, *args))
+        (ka, pa, wa, oa, ca, ra), (kb, pb, wb, ob, cb, rb) = sides
+        S = [
+            [
+                sum(pa[i][p] * mat[p][q] * pb[j][q] for p in range(n_alpha) for q in range(n_alpha))
+                // (wa * wb)
+                for j in range(len(kb))
+            ]
+            for i in range(len(ka))
+        ]
+
+        def column(codes, rows, x, i):
+            row = codes[rows.index(x)]
+            return [c for c in range(len(row)) if row[c] != GAP][i]
+
+        cons = [[0] * len(kb) for _ in ka]
+        for x, i, y, j, w in library:
+            if x in rows_of[b] and y in rows_of[a]:
+                x, i, y, j = y, j, x, i
+            if x in rows_of[a] and y in rows_of[b]:
+                ca_, cb_ = column(codes_a, rows_of[a], x, i), column(codes_b, rows_of[b], y, j)
+                cons[ca_][cb_] += w * weights[x] * weights[y]
+        S = [[v + cw * c // (wa * wb) for v, c in zip(r, cr)] for r, cr in zip(S, cons)]
+        _, ops, _, _ = oracles.align(S, oa, ca, ob, cb, scoring.gap_extend, "global", ra, rb)
+        if record is not None:
+            record[len(seqs) + k] = (S, oa, ca, ra, ob, cb, rb)
+        merged = [[] for _ in range(len(codes_a) + len(codes_b))]
+        i = j = 0
+        for op in ops:
+            for r, row in enumerate(codes_a):
+                merged[r].append(row[i] if op != 2 else GAP)
+            for r, row in enumerate(codes_b):
+                merged[len(codes_a) + r].append(row[j] if op != 1 else GAP)
+            i, j = i + (op != 2), j + (op != 1)
+        node = len(seqs) + k
+        aln[node] = merged
+        rows_of[node] = rows_of.pop(a) + rows_of.pop(b)
+    (root,) = aln
+    out = [None] * len(seqs)
+    for r, row in zip(rows_of[root], aln[root]):
+        out[r] = row
+    return out
+
+
+def _family(rng, n, length, empty=False):
+    root = rng.integers(0, 20, length)
+    seqs = []
+    for k in range(n):
+        s = [int(c) if rng.random() > 0.3 else int(rng.integers(0, 20)) for c in root]
+        cut = sorted(rng.integers(0, length, 2))
+        s = s[: cut[0]] + s[cut[1] :] if rng.random() < 0.5 else s[cut[0] :]
+        seqs.append([] if empty and k == 1 else s)
+    return seqs
+
+
+def _run(jobs, scoring, backend="cpu", calls=None, consistency=None):
+    """``progressive_align`` over several jobs at once; each job's rows. ``calls`` (a list) gets
+    each level's ids and DP inputs."""
+    seqs = [s for job, _, _ in jobs for s in job]
+    width = max(1, max(len(s) for s in seqs))
+    codes = torch.full((len(seqs), width), GAP, dtype=torch.uint8)
+    for r, s in enumerate(seqs):
+        codes[r, : len(s)] = torch.tensor(s, dtype=torch.uint8)
+    lengths = torch.tensor([len(s) for s in seqs])
+    table = ResidueTable.from_batch(codes, lengths)
+    forest = Forest.from_trees([t for _, t, _ in jobs], [len(j) for j, _, _ in jobs])
+    weights = torch.tensor([w for _, _, ws in jobs for w in ws])
+    if calls is not None:
+        real = progressive.profile_align
+
+        def spy(*args, **kwargs):
+            calls.append((forest.levels[len(calls)], [a for a in args]))
+            return real(*args, **kwargs)
+
+        progressive.profile_align = spy
+    try:
+        cons = None if consistency is None else consistency(forest)
+        widths = progressive_align(table, lengths, forest, weights, scoring, backend, None, cons)
+    finally:
+        if calls is not None:
+            progressive.profile_align = real
+    out, first = [], 0
+    for (job, _, _), w in zip(jobs, widths):
+        out.append(table.codes_matrix(first, len(job), w, GAP).tolist())
+        first += len(job)
+    return out
+
+
+def _tree(rng, n):
+    d = rng.random((n, n))
+    d = (d + d.T) / 2
+    np.fill_diagonal(d, 0)
+    return build_tree(d, str(rng.choice(["upgma", "single", "nj"])))
+
+
+@pytest.mark.parametrize("pool_rows", [1024, 4])
+def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows):
+    # a tiny pool forces it to drop consumed nodes and grow many times
+    monkeypatch.setattr(progressive, "POOL_ROWS", pool_rows)
+    rng = np.random.default_rng(5)
+    scoring = profile_scoring(PROTEIN)
+    jobs = []
+    for n, length, empty in ((7, 12, False), (1, 9, False), (9, 10, True), (2, 6, False)):
+        seqs = _family(rng, n, length, empty)
+        tree = _tree(rng, n) if n > 1 else None
+        jobs.append((seqs, tree, [int(w) for w in rng.integers(1, 5000, n)]))
+    got = _run(jobs, scoring)
+    for (seqs, tree, weights), rows in zip(jobs, got):
+        want = [list(s) for s in seqs] if tree is None else _oracle(seqs, tree, weights, scoring)
+        assert rows == want
+
+
+def test_chain_tree_of_many_levels():
+    # single linkage on equal distances chains: one node per level, as in large families
+    rng = np.random.default_rng(8)
+    scoring = profile_scoring(PROTEIN)
+    seqs = _family(rng, 12, 8)
+    tree = build_tree(np.ones((12, 12)) - np.eye(12), "single")
+    assert len(tree.levels()) == 11
+    weights = [int(w) for w in rng.integers(1, 100, 12)]
+    calls, record = [], {}
+    (rows,) = _run([(seqs, tree, weights)], scoring, calls=calls)
+    assert rows == _oracle(seqs, tree, weights, scoring, record)
+    # every merge's scores, gap costs and residue factors, not only the end result
+    for ids, args in calls:
+        S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, _, _, res, _ = args
+        for p, node in enumerate(ids.tolist()):
+            want_s, oa, ca, ra, ob, cb, rb = record[node]
+            n_p, m_p, lo = int(n[p]), int(m[p]), int(s_off[p])
+            assert S[lo : lo + n_p * m_p].view(n_p, m_p).tolist() == [list(r) for r in want_s]
+            for flat, off, size, want in (
+                (open_a, a_off, n_p, oa),
+                (close_a, a_off, n_p, ca),
+                (open_b, b_off, m_p, ob),
+                (close_b, b_off, m_p, cb),
+                (res, a_off, n_p, ra),
+                (res, b_off, m_p, rb),
+            ):
+                assert flat[int(off[p]) : int(off[p]) + size + 1].tolist() == list(want)
+
+
+def test_ranges_and_upload():
+    starts, sizes = np.array([5, 0, 9]), np.array([2, 0, 3])
+    assert _ranges(starts, sizes).tolist() == [5, 6, 9, 10, 11]
+    assert _ranges(starts, np.zeros(3, np.int64)).tolist() == []
+    v = _upload(torch.device("cpu"), a=np.arange(3), b=np.array([True, False]), c=[])
+    assert v["a"].tolist() == [0, 1, 2] and v["b"].tolist() == [1, 0] and v["c"].numel() == 0
+
+
+def test_consistency_tiles_join_the_progressive_scores():
+    # accurate mode: library entries between the two groups add to their columns' scores
+    from torchmsa.consistency import Consistency, Library
+
+    rng = np.random.default_rng(3)
+    scoring = profile_scoring(PROTEIN)
+    seqs = _family(rng, 6, 14, empty=True)
+    tree = _tree(rng, 6)
+    weights = [int(w) for w in rng.integers(1, 300, 6)]
+    library = []
+    for _ in range(60):
+        x, y = (int(v) for v in sorted(rng.choice([0, 2, 3, 4, 5], 2, replace=False)))
+        i, j = int(rng.integers(len(seqs[x]))), int(rng.integers(len(seqs[y])))
+        library.append((x, i, y, j, int(rng.integers(1, 65))))
+    lib = Library(*[torch.tensor(v) for v in zip(*library)], dist=np.zeros((6, 6)))
+    job = [(seqs, tree, weights)]
+    with_cons = _run(job, scoring, consistency=lambda f: Consistency([lib], [tree], [6], f, 40))
+    assert with_cons[0] == _oracle(seqs, tree, weights, scoring, library=library, cw=40)
+    assert with_cons != _run(job, scoring)  # the library changed the alignment
