@@ -83,7 +83,8 @@ def _family(rng, n, length, empty=False):
     for k in range(n):
         s = [int(c) if rng.random() > 0.3 else int(rng.integers(0, 20)) for c in root]
         cut = sorted(rng.integers(0, length, 2))
-        s = s[: cut[0]] + s[cut[1] :] if rng.random() < 0.5 else s[cut[0] :]
+        kind = rng.random()  # an inner deletion, or a missing start, or a missing end
+        s = s[: cut[0]] + s[cut[1] :] if kind < 0.4 else s[cut[0] :] if kind < 0.7 else s[: cut[1]]
         seqs.append([] if empty and k == 1 else s)
     return seqs
 
@@ -128,10 +129,17 @@ def _tree(rng, n):
     return build_tree(d, str(rng.choice(["upgma", "single", "nj"])))
 
 
+# CPU_LEVEL_CELLS -1: every level as batched tensor operations; 1 << 40: every level node by
+# node in numba (cpu/merge.py); 60: both, small levels in numba between larger ones
+PATHS = [-1, 60, 1 << 40]
+
+
+@pytest.mark.parametrize("cells", PATHS)
 @pytest.mark.parametrize("pool_rows", [1024, 4])
-def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows):
+def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows, cells):
     # a tiny pool forces it to drop consumed nodes and grow many times
     monkeypatch.setattr(progressive, "POOL_ROWS", pool_rows)
+    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
     rng = np.random.default_rng(5)
     scoring = profile_scoring(PROTEIN)
     jobs = []
@@ -145,7 +153,9 @@ def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows):
         assert rows == want
 
 
-def test_chain_tree_of_many_levels():
+@pytest.mark.parametrize("cells", PATHS)
+def test_chain_tree_of_many_levels(monkeypatch, cells):
+    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
     # single linkage on equal distances chains: one node per level, as in large families
     rng = np.random.default_rng(8)
     scoring = profile_scoring(PROTEIN)
@@ -156,6 +166,10 @@ def test_chain_tree_of_many_levels():
     calls, record = [], {}
     (rows,) = _run([(seqs, tree, weights)], scoring, calls=calls)
     assert rows == _oracle(seqs, tree, weights, scoring, record)
+    if cells >= 0:  # levels in numba make no batched DP calls
+        assert len(calls) < len(tree.levels()) and (cells < 1 << 40 or not calls)
+        return
+    assert len(calls) == len(tree.levels())
     # every merge's scores, gap costs and residue factors, not only the end result
     for ids, args in calls:
         S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, _, _, res, _ = args
@@ -198,6 +212,60 @@ def test_consistency_tiles_join_the_progressive_scores():
         library.append((x, i, y, j, int(rng.integers(1, 65))))
     lib = Library(*[torch.tensor(v) for v in zip(*library)], dist=np.zeros((6, 6)))
     job = [(seqs, tree, weights)]
-    with_cons = _run(job, scoring, consistency=lambda f: Consistency([lib], [tree], [6], f, 40))
-    assert with_cons[0] == _oracle(seqs, tree, weights, scoring, library=library, cw=40)
+    with_cons = _run(job, scoring, consistency=lambda f: Consistency([lib], [tree], [6], f, 400))
+    assert with_cons[0] == _oracle(seqs, tree, weights, scoring, library=library, cw=400)
     assert with_cons != _run(job, scoring)  # the library changed the alignment
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_numba_merges_equal_the_batched_levels(monkeypatch, seed):
+    # larger families than the oracle can take, ragged ends, gap costs that depend on them
+    rng = np.random.default_rng(100 + seed)
+    scoring = profile_scoring(PROTEIN, gap_open=6.0)
+    jobs = []
+    for n in (30, 17, 2):
+        seqs = _family(rng, n, 40, empty=seed == 0)
+        jobs.append((seqs, _tree(rng, n), [int(w) for w in rng.integers(1, 9000, n)]))
+    got = {}
+    for cells in PATHS:
+        monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+        got[cells] = _run(jobs, scoring)
+    assert got[-1] == got[60] == got[1 << 40]
+
+
+def test_numba_and_batched_merges_store_the_same_profiles(monkeypatch):
+    # every node's profile and boundary weights, not only the alignment they lead to
+    monkeypatch.setattr(progressive, "POOL_ROWS", 1 << 16)  # nothing is dropped
+    rng = np.random.default_rng(21)
+    scoring = profile_scoring(PROTEIN, gap_open=6.0)
+    seqs = _family(rng, 24, 30, empty=True)
+    tree = _tree(rng, 24)
+    width = max(len(s) for s in seqs)
+    codes = torch.full((24, width), GAP, dtype=torch.uint8)
+    for r, s in enumerate(seqs):
+        codes[r, : len(s)] = torch.tensor(s, dtype=torch.uint8)
+    lengths = torch.tensor([len(s) for s in seqs])
+    forest = Forest.from_trees([tree], [24])
+    weights = torch.from_numpy(rng.integers(1, 9000, 24))
+    states = []
+    for numba in (False, True):
+        table = ResidueTable.from_batch(codes, lengths)
+        st = progressive._Nodes(table, lengths, forest, weights, scoring.matrix.shape[0])
+        for level in forest.levels:
+            pairs = np.concatenate([forest.children[level - 24], level[:, None]], 1)
+            if numba:
+                progressive._cpu_run(st, [pairs], scoring)
+            else:
+                progressive._level(st, pairs, scoring, torch.device("cpu"), "cpu")
+        states.append(st)
+    a, b = states
+    assert np.array_equal(a.cols, b.cols) and np.array_equal(a.w, b.w)
+    for node in range(24, 47):
+        k = int(a.cols[node])
+        for st_x, st_y in ((a, b),):
+            px = st_x.pools[0].prof[st_x.row[node] : st_x.row[node] + k]
+            py = st_y.pools[0].prof[st_y.row[node] : st_y.row[node] + k]
+            assert torch.equal(px, py), node
+            bx = st_x.pools[0].both[st_x.bnd[node] : st_x.bnd[node] + k + 1]
+            by = st_y.pools[0].both[st_y.bnd[node] : st_y.bnd[node] + k + 1]
+            assert torch.equal(bx, by), node

@@ -214,12 +214,11 @@ class _Nodes:
             self._matrix[device] = scoring.matrix.to(device=device, dtype=torch.float64)
         return self._matrix[device]
 
-    def store(self, nodes, cols, prof, both, device) -> None:
-        """Appends new nodes' profiles and boundary weights to ``device``'s pool; when full, the
-        pool keeps only its live nodes, in a buffer at least twice their size."""
+    def reserve(self, device: torch.device, rows: int, bnds: int) -> _Pool:
+        """``device``'s pool with room for ``rows`` more rows and ``bnds`` boundaries; when
+        full, it keeps only its live nodes, in a buffer at least twice their size."""
         q = self.pool(device)
         pool = self.pools[q]
-        rows, bnds = prof.shape[0], both.shape[0]
         if pool.rows + rows > pool.prof.shape[0] or pool.bnds + bnds > pool.both.shape[0]:
             live = np.nonzero(self.alive & (self.pool_of == q))[0]
             r_src = _ranges(self.row[live], self.cols[live])
@@ -235,14 +234,87 @@ class _Nodes:
             self.row[live] = _excl(self.cols[live])
             self.bnd[live] = _excl(self.cols[live] + 1)
             pool.prof, pool.both, pool.rows, pool.bnds = new_prof, new_both, len(r_src), len(b_src)
+        return pool
+
+    def store(self, nodes, cols, prof, both, device) -> None:
+        """Appends nodes' profiles and boundary weights to ``device``'s pool."""
+        rows, bnds = prof.shape[0], both.shape[0]
+        pool = self.reserve(device, rows, bnds)
         pool.prof[pool.rows : pool.rows + rows] = prof
         pool.both[pool.bnds : pool.bnds + bnds] = both
-        self.pool_of[nodes] = q
+        self.pool_of[nodes] = self.pools.index(pool)
         self.row[nodes] = pool.rows + _excl(cols)
         self.bnd[nodes] = pool.bnds + _excl(cols + 1)
         self.alive[nodes] = True
         pool.rows += rows
         pool.bnds += bnds
+
+    def fetch(self, nodes: np.ndarray, device: torch.device) -> None:
+        """Moves inner nodes whose profiles live on another device into ``device``'s pool."""
+        q = self.pool(device)
+        nodes = nodes[(self.pool_of[nodes] >= 0) & (self.pool_of[nodes] != q)]
+        for p, pool in enumerate(self.pools):
+            sel = nodes[self.pool_of[nodes] == p]
+            if len(sel) == 0:
+                continue
+            src = _upload(
+                pool.device,
+                r=_ranges(self.row[sel], self.cols[sel]),
+                b=_ranges(self.bnd[sel], self.cols[sel] + 1),
+            )
+            prof, both = pool.prof[src["r"]].to(device), pool.both[src["b"]].to(device)
+            self.store(sel, self.cols[sel], prof, both, device)
+
+
+def _cpu_run(st: _Nodes, levels: list[np.ndarray], scoring: ProfileScoring):
+    """Levels too small for batched launches, node after node in numba (``cpu/merge.py``).
+
+    Returns ``(child element ids, their elements in the parents)`` on the host.
+    """
+    from torchmsa.cpu.merge import merge_nodes
+
+    cpu = torch.device("cpu")
+    pairs = np.concatenate(levels)
+    kids = pairs[:, :2].ravel()
+    st.fetch(kids, cpu)
+    bound = st.cols.copy()  # a parent has at most as many columns as its children together
+    for level in levels:
+        bound[level[:, 2]] = bound[level[:, 0]] + bound[level[:, 1]]
+    rows = int(bound[pairs[:, 2]].sum())
+    pool = st.reserve(cpu, rows, rows + len(pairs))
+    new_col = np.empty(int(bound[kids].sum()), np.int64)
+    num, den = scoring.terminal
+    pool.rows, pool.bnds, used = merge_nodes(
+        pairs,
+        st.n_leaves,
+        st.cols,
+        st.w,
+        st.seq_off,
+        st.codes(cpu).numpy(),
+        pool.prof.numpy(),
+        pool.both.numpy(),
+        st.row,
+        st.bnd,
+        pool.rows,
+        pool.bnds,
+        st.matrix(scoring, cpu).numpy().astype(np.int64),
+        int(scoring.gap_open),
+        int(scoring.gap_extend),
+        int(num),
+        int(den),
+        new_col,
+    )
+    parents = pairs[:, 2]
+    st.alive[kids] = False
+    st.alive[parents] = True
+    st.pool_of[parents] = st.pools.index(pool)
+    widths = st.cols[parents]
+    st.elem[parents] = st.n_elems + _excl(widths)
+    st.n_elems += int(widths.sum())
+    kid_cols = st.cols[kids]
+    kid_elems = _ranges(st.elem[kids], kid_cols)
+    elems = np.repeat(st.elem[np.repeat(parents, 2)], kid_cols) + new_col[:used]
+    return kid_elems, torch.from_numpy(elems)
 
 
 def _kid_profiles(st: _Nodes, kids, cols, col_off, bnd_off, kid_w, device):
@@ -499,27 +571,52 @@ def progressive_align(
     track = None
     if consistency is not None:
         track = _Columns(table, weights.to(device), st.cols.size)
-    offload = device.type == "cuda" and backend == "auto" and consistency is None
+    # small levels run node by node in numba, on the CPU: with the CPU backend, and on a GPU
+    # when the backend is left to us
     cpu = torch.device("cpu")
+    numba_ok = consistency is None and (
+        (device.type == "cpu" and backend in ("auto", "cpu"))
+        or (device.type == "cuda" and backend == "auto")
+    )
     pieces: dict[torch.device, list] = {}
     done, total = 0, forest.children.shape[0]
+    run: list[np.ndarray] = []
+    # columns of the nodes, where nodes of the waiting run have a bound (the sum of their
+    # children's) until the run is aligned
+    bound = st.cols
+
+    def flush():
+        nonlocal bound
+        if run:
+            pieces.setdefault(cpu, []).append(_cpu_run(st, run, scoring))
+            run.clear()
+        bound = st.cols
+
     for g, level in enumerate(forest.levels):
         ids = np.asarray(level, dtype=np.int64)
         pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
-        cols = st.cols[pairs[:, :2]]
-        small = offload and int((cols[:, 0] * cols[:, 1]).sum()) <= CPU_LEVEL_CELLS
-        where, bk = (cpu, "cpu") if small else (device, backend)
-        kid_elems, elems = _level(st, pairs, scoring, where, bk, consistency, g, track)
-        pieces.setdefault(where, []).append((kid_elems, elems))
+        cells = int((bound[pairs[:, 0]] * bound[pairs[:, 1]]).sum())
+        if numba_ok and cells <= CPU_LEVEL_CELLS:
+            if not run:
+                bound = st.cols.copy()
+            bound[pairs[:, 2]] = bound[pairs[:, 0]] + bound[pairs[:, 1]]
+            run.append(pairs)
+        else:
+            flush()
+            kid_elems, elems = _level(st, pairs, scoring, device, backend, consistency, g, track)
+            pieces.setdefault(device, []).append((kid_elems, elems))
         done += len(level)
-        if progress is not None:
+        if progress is not None and not run:
             progress(done, total)
+    flush()
+    if progress is not None:
+        progress(done, total)
     # every element points to where it went in its parent; pointer jumping takes each to the
     # root's column
     up = torch.arange(st.n_elems, device=device)
     for parts in pieces.values():
         idx = torch.from_numpy(np.concatenate([k for k, _ in parts])).to(device)
-        up[idx] = torch.cat([e for _, e in parts]).to(device)
+        up[idx] = torch.cat([torch.as_tensor(e) for _, e in parts]).to(device)
     for _ in range(max(1, len(forest.levels)).bit_length()):
         up = up[up]
     # each root's columns are a range of elements: a residue's column is its offset there

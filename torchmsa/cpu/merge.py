@@ -1,0 +1,158 @@
+"""Progressive merges one node at a time in numba, for tree levels too small for batched launches.
+
+``merge_nodes`` does for each node pair what ``torchmsa/progressive.py`` does for a whole level
+with tensor operations, with the same integers: child profiles (leaves from their codes, inner
+nodes from the pool), boundary gap costs and residue factors, column scores
+``floor(P_a M P_bᵀ / (w_a w_b))`` in int64 (the float64 matrix products of the batched path are
+exact, so both give the exact floor), the DP of ``cpu/dp.py`` and the merge of profiles and
+boundary weights through the traceback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP, RES_ONE, _profile_align
+
+__all__ = ["merge_nodes"]
+
+
+@njit(cache=True, nogil=True)
+def _child(x, n, weight, n_leaves, seq_off, codes, prof_pool, both_pool, row, bnd, n_alpha):
+    """``(profile int64 [n, A], boundary weights int64 [n + 1])`` of node ``x``."""
+    prof = np.zeros((n, n_alpha), np.int64)
+    both = np.empty(n + 1, np.int64)
+    if x < n_leaves:
+        for k in range(n):
+            prof[k, codes[seq_off[x] + k]] = weight
+        both[:] = weight if n > 0 else 0
+    else:
+        for k in range(n):
+            for c in range(n_alpha):
+                prof[k, c] = prof_pool[row[x] + k, c]
+        for k in range(n + 1):
+            both[k] = both_pool[bnd[x] + k]
+    return prof, both
+
+
+@njit(cache=True, nogil=True)
+def _costs(prof, both, weight, gap_open, t_num, t_den):
+    """Opening and closing halves of each boundary's gap cost, and the residue factors."""
+    n = prof.shape[0]
+    opening = np.empty(n + 1, np.int32)
+    closing = np.empty(n + 1, np.int32)
+    res = np.zeros(n + 1, np.int32)
+    for k in range(n + 1):
+        cost = gap_open * both[k] // weight
+        if k == 0 or k == n:
+            cost = cost * t_num // t_den
+        closing[k] = cost // 2
+        opening[k] = cost - cost // 2
+    for k in range(n):
+        res[k + 1] = prof[k].sum() * RES_ONE // weight
+    return opening, closing, res
+
+
+@njit(cache=True, nogil=True)
+def _scores(prof_a, prof_b, matrix, denom):
+    n, m, n_alpha = prof_a.shape[0], prof_b.shape[0], matrix.shape[0]
+    pm = np.zeros((n, n_alpha), np.int64)
+    for i in range(n):
+        for p in range(n_alpha):
+            if prof_a[i, p] != 0:
+                for q in range(n_alpha):
+                    pm[i, q] += prof_a[i, p] * matrix[p, q]
+    S = np.empty((n, m), np.int32)
+    for i in range(n):
+        for j in range(m):
+            raw = np.int64(0)
+            for q in range(n_alpha):
+                raw += pm[i, q] * prof_b[j, q]
+            S[i, j] = raw // denom
+    return S
+
+
+@njit(cache=True, nogil=True)
+def _merge_both(both, new_col, n, width, out, base):
+    """Adds a child's boundary weights to the parent's: a boundary keeps its weight where the
+    columns on both sides of it (or the profile's end) stay adjacent in the parent."""
+    if n == 0:
+        return
+    for c in range(n + 1):
+        here = new_col[c] if c < n else new_col[n - 1] + 1
+        before = new_col[c - 1] + 1 if c > 0 else 0
+        if here == before and (c < n or here == width):
+            out[base + here] += both[c]
+
+
+@njit(cache=True, nogil=True)
+def merge_nodes(
+    pairs,
+    n_leaves,
+    cols,
+    weights,
+    seq_off,
+    codes,
+    prof_pool,
+    both_pool,
+    row,
+    bnd,
+    rows_used,
+    bnds_used,
+    matrix,
+    gap_open,
+    ext,
+    t_num,
+    t_den,
+    new_col,
+):
+    """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent) in order.
+
+    Every parent's profile and boundary weights are appended to the pools after
+    ``rows_used`` / ``bnds_used``; its columns, weight and pool offsets go to ``cols``,
+    ``weights``, ``row``, ``bnd``. ``new_col`` gets, node after node, the parent column of each
+    column of the first child, then of the second. Returns the pools' new ends and the number
+    of ``new_col`` entries written.
+    """
+    n_alpha = matrix.shape[0]
+    used = 0
+    for q in range(pairs.shape[0]):
+        a, b, par = pairs[q, 0], pairs[q, 1], pairs[q, 2]
+        n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
+        args = (n_leaves, seq_off, codes, prof_pool, both_pool, row, bnd, n_alpha)
+        prof_a, both_a = _child(a, n, wa, *args)
+        prof_b, both_b = _child(b, m, wb, *args)
+        oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den)
+        ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den)
+        S = _scores(prof_a, prof_b, matrix, wa * wb)
+        ops = np.zeros(n + m, np.uint8)
+        width = _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
+        map_a = new_col[used : used + n]
+        map_b = new_col[used + n : used + n + m]
+        i = j = 0
+        for t in range(width):
+            if ops[t] != OP_LEFT:
+                map_a[i] = t
+                i += 1
+            if ops[t] != OP_UP:
+                map_b[j] = t
+                j += 1
+        used += n + m
+        prof_pool[rows_used : rows_used + width] = 0
+        both_pool[bnds_used : bnds_used + width + 1] = 0
+        for c in range(n):
+            for k in range(n_alpha):
+                prof_pool[rows_used + map_a[c], k] += prof_a[c, k]
+        for c in range(m):
+            for k in range(n_alpha):
+                prof_pool[rows_used + map_b[c], k] += prof_b[c, k]
+        _merge_both(both_a, map_a, n, width, both_pool, bnds_used)
+        _merge_both(both_b, map_b, m, width, both_pool, bnds_used)
+        cols[par] = width
+        weights[par] = wa + wb
+        row[par] = rows_used
+        bnd[par] = bnds_used
+        rows_used += width
+        bnds_used += width + 1
+    return rows_used, bnds_used, used
