@@ -75,9 +75,10 @@ def test_gpu_and_cpu_alignments_are_identical_on_large_families():
 
 
 @needs_cuda
-@pytest.mark.parametrize("cells", [-1, 1 << 40])
-def test_levels_on_the_gpu_alone_or_the_cpu_alone_give_the_same_alignments(monkeypatch, cells):
-    # by default small levels run on the CPU; here every level runs on one side
+@pytest.mark.parametrize("cells", [-1, None, 1 << 40])
+def test_levels_on_the_gpu_the_cpu_or_both_give_the_same_alignments(monkeypatch, cells):
+    # by default small levels run in numba on the CPU, larger ones batched on the GPU; here
+    # also every level on one side
     from torchmsa import progressive
 
     data = _balibase()
@@ -85,7 +86,18 @@ def test_levels_on_the_gpu_alone_or_the_cpu_alone_give_the_same_alignments(monke
         pytest.skip("BAliBASE data not found")
     paths = [str(p) for p in sorted(data.glob("*.in.fasta"))[::12]]
     want = torchmsa.align_many(paths, device="cpu", mode="default")
-    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+    if cells is not None:
+        monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+    used = {"_cpu_run": 0, "_level": 0}
+    for name in used:
+        real = getattr(progressive, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            used[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(progressive, name, counted)
     got = torchmsa.align_many(paths, device="cuda", mode="default")
     for path, g, c in zip(paths, got, want):
         assert torch.equal(g.codes.cpu(), c.codes), path
+    assert (used["_cpu_run"] > 0) == (cells != -1) and (used["_level"] > 0) == (cells != 1 << 40)

@@ -571,13 +571,11 @@ def progressive_align(
     track = None
     if consistency is not None:
         track = _Columns(table, weights.to(device), st.cols.size)
-    # small levels run node by node in numba, on the CPU: with the CPU backend, and on a GPU
-    # when the backend is left to us
+    # small levels run node by node in numba on the CPU, for the CPU backend and on a GPU (where
+    # their launches would cost more than their work); Triton on the CPU (the interpreter in
+    # tests) keeps every level batched
     cpu = torch.device("cpu")
-    numba_ok = consistency is None and (
-        (device.type == "cpu" and backend in ("auto", "cpu"))
-        or (device.type == "cuda" and backend == "auto")
-    )
+    numba_ok = consistency is None and (device.type == "cuda" or backend in ("auto", "cpu"))
     pieces: dict[torch.device, list] = {}
     done, total = 0, forest.children.shape[0]
     run: list[np.ndarray] = []
