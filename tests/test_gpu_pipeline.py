@@ -97,7 +97,9 @@ def test_levels_on_the_gpu_the_cpu_or_both_give_the_same_alignments(monkeypatch,
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(progressive, name, counted)
-    got = torchmsa.align_many(paths, device="cuda", mode="default")
-    for path, g, c in zip(paths, got, want):
+    # one case per call: its first levels are large, its last small (align_many's shared
+    # levels stay large)
+    for path, c in zip(paths, want):
+        g = torchmsa.align(path, device="cuda", mode="default")
         assert torch.equal(g.codes.cpu(), c.codes), path
     assert (used["_cpu_run"] > 0) == (cells != -1) and (used["_level"] > 0) == (cells != 1 << 40)
