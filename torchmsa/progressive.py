@@ -1,19 +1,29 @@
 """Progressive alignment scheduled by tree level.
 
-The growing alignment is kept as one flat residue table: for every residue its sequence, its code
-and its column inside the alignment of the tree node that currently holds its sequence. Aligning
-one tree level is then a handful of batched tensor operations, the same on the CPU and on a GPU:
+Every node formed so far keeps its profile (integer weight sums per column and residue) and its
+boundary weights (per column boundary, the weight of the sequences with residues on both sides
+of it; a new gap there opens a gap in exactly those) in a pool on its device; leaves are read
+from the residue codes. Aligning one tree level is a handful of batched tensor operations, the
+same on the CPU and on a GPU:
 
-1. profiles of all children at once: one scatter-add of integer sequence weights into
-   ``float64 [sum(C), A]`` (exact: integer values below 2^53);
+1. the children's profiles, gathered into ``float64 [sum(C), A]`` (exact: integers below 2^53);
 2. column scores per node pair as the matrix product ``P_a · M · P_bᵀ`` (float64, exact), turned
    into integers by exact floor division by the pair's weight product;
 3. boundary gap costs from the weighted fraction of sequences that a new gap would open a gap in,
    half paid where the gap opens and half where it closes, each scaled by the residue fraction
    of the other profile's column that it faces (a gap against a gap costs nothing);
 4. one batched DP call (``ops/profile.py``) for every node pair of the level;
-5. the merge: each child column's new index comes from the traceback ops, and one gather moves
-   every residue of the level to its new column.
+5. the merge: each child column's parent column comes from the traceback ops; the parents'
+   profiles and boundary weights are scatter-added from the children's (a child's boundary
+   keeps its weight where the columns on both sides of it stay adjacent in the parent).
+
+The host knows every node's size, so it plans each level without waiting for the device, and
+waits once per level for the parents' widths. Levels of at most :data:`CPU_LEVEL_CELLS` DP cells
+run node by node in numba instead (``cpu/merge.py``, the same integers), also on a GPU, where
+their launches would cost more than their work. Where every child column went is recorded per
+level; at the end pointer jumping takes each residue to its column in its job's root. Accurate
+mode's consistency tiles need residues' current columns at every level, so there the residue
+table is also kept up to date level by level.
 """
 
 from __future__ import annotations
