@@ -269,3 +269,35 @@ def test_numba_and_batched_merges_store_the_same_profiles(monkeypatch):
             bx = st_x.pools[0].both[st_x.bnd[node] : st_x.bnd[node] + k + 1]
             by = st_y.pools[0].both[st_y.bnd[node] : st_y.bnd[node] + k + 1]
             assert torch.equal(bx, by), node
+
+
+def test_levels_split_to_fit_memory_give_the_same_alignment(monkeypatch):
+    rng = np.random.default_rng(31)
+    scoring = profile_scoring(PROTEIN)
+    jobs = [(_family(rng, 20, 30), None, [int(w) for w in rng.integers(1, 500, 20)])]
+    jobs = [(s, _tree(rng, 20), w) for s, _, w in jobs]
+    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", -1)
+    whole = _run(jobs, scoring)
+    sizes = []
+    real = progressive._level
+
+    def spy(st, pairs, *args, **kwargs):
+        sizes.append(len(pairs))
+        return real(st, pairs, *args, **kwargs)
+
+    monkeypatch.setattr(progressive, "_level", spy)
+    # room for a few pairs of 30-column profiles at a time: the first levels are split
+    monkeypatch.setattr(progressive, "memory_budget", lambda device: 2 * 30 * 30 * 32 + 10**5)
+    assert _run(jobs, scoring) == whole
+    assert len(sizes) > len(jobs[0][1].levels()) and max(sizes) < len(jobs[0][1].levels()[0])
+
+
+def test_a_merge_larger_than_memory_is_a_resource_error(monkeypatch):
+    from torchmsa.errors import ResourceError
+
+    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", -1)
+    monkeypatch.setattr(progressive, "memory_budget", lambda device: 1000)
+    rng = np.random.default_rng(2)
+    seqs = _family(rng, 3, 20)
+    with pytest.raises(ResourceError, match="merging two profiles of"):
+        _run([(seqs, _tree(rng, 3), [1, 1, 1])], profile_scoring(PROTEIN))

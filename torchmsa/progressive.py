@@ -34,7 +34,9 @@ import numpy as np
 import torch
 
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP, RES_ONE
+from torchmsa.errors import ResourceError
 from torchmsa.ops.colscores import batched_column_scores
+from torchmsa.ops.kmer_stream import memory_budget
 from torchmsa.ops.profile import profile_align
 
 __all__ = [
@@ -143,6 +145,10 @@ def split_cost(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 CPU_LEVEL_CELLS = 1 << 17  # on a GPU, a level of at most this many DP cells runs on the CPU
 POOL_ROWS = 1024  # first size of a device's node pool
+# device bytes of a batched level per DP cell (packed scores, the bucket's float64 products and
+# their int32 copy, scatter indices) and per child column and residue (profiles and products)
+LEVEL_CELL_BYTES = 32
+LEVEL_COLUMN_BYTES = 24
 
 
 def _excl(sizes: np.ndarray) -> np.ndarray:
@@ -235,6 +241,14 @@ class _Nodes:
             b_src = _ranges(self.bnd[live], self.cols[live] + 1)
             idx = _upload(device, r=r_src, b=b_src)
             size = (2 * (len(r_src) + rows) + POOL_ROWS, self.n_alpha)
+            need = size[0] * (4 * self.n_alpha + 8)
+            if device.type == "cuda" and need > torch.cuda.mem_get_info(device)[0]:
+                raise ResourceError(
+                    f"the profiles of {len(live)} tree nodes ({size[0]} columns)",
+                    need,
+                    torch.cuda.mem_get_info(device)[0],
+                    "align fewer or shorter sequences, or on the CPU (device='cpu')",
+                )
             new_prof = torch.zeros(size, dtype=torch.int32, device=device)
             new_both = torch.zeros(
                 2 * (len(b_src) + bnds) + POOL_ROWS, dtype=torch.int64, device=device
@@ -473,6 +487,31 @@ def _level(st, pairs, scoring, device, backend, cons=None, g=0, track=None):
     return kid_elems, elems
 
 
+def _parts(st: _Nodes, pairs: np.ndarray, device: torch.device) -> list[np.ndarray]:
+    """A level's pairs in batches that fit the device's memory budget (pairs of one level are
+    independent, so the batches give the same result as the whole level)."""
+    n, m = st.cols[pairs[:, 0]], st.cols[pairs[:, 1]]
+    need = n * m * LEVEL_CELL_BYTES + (n + m) * st.n_alpha * LEVEL_COLUMN_BYTES
+    budget = memory_budget(device)
+    big = np.nonzero(need > budget)[0]
+    if len(big):
+        p = int(big[0])
+        raise ResourceError(
+            f"merging two profiles of {n[p]} and {m[p]} columns",
+            int(need[p]),
+            budget,
+            "align fewer or shorter sequences (the widest profiles grow with both)",
+        )
+    ends = np.cumsum(need)
+    parts, start = [], 0
+    while start < len(pairs):
+        base = ends[start - 1] if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + budget, side="right")))
+        parts.append(pairs[start:stop])
+        start = stop
+    return parts
+
+
 class _Columns:
     """Accurate mode's consistency tiles need each residue's column in its current node after
     every level: the residue table is kept up to date (on the table's device)."""
@@ -611,8 +650,10 @@ def progressive_align(
             run.append(pairs)
         else:
             flush()
-            kid_elems, elems = _level(st, pairs, scoring, device, backend, consistency, g, track)
-            pieces.setdefault(device, []).append((kid_elems, elems))
+            parts = [pairs] if consistency is not None else _parts(st, pairs, device)
+            for part in parts:
+                kid_elems, elems = _level(st, part, scoring, device, backend, consistency, g, track)
+                pieces.setdefault(device, []).append((kid_elems, elems))
         done += len(level)
         if progress is not None and not run:
             progress(done, total)
