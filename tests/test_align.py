@@ -228,3 +228,12 @@ def test_align_many_equals_one_by_one():
 def test_auto_mode_choices():
     small = torchmsa.align(["MKVLAAGHW", "MKVLAGHW", "MKILAAGHW"], device="cpu")
     assert small.metadata["mode"] == "accurate" and small.metadata["requested_mode"] == "auto"
+
+
+@pytest.mark.parametrize("mode", ["fast", "default", "accurate"])
+def test_mostly_empty_inputs_in_every_mode(mode):
+    # refinement once indexed an empty score buffer here (one residue, or none at all)
+    for seqs in (["---", "A-", ""], ["", "", ""], ["", "MK", "", "M"]):
+        aln = torchmsa.align(seqs, device="cpu", mode=mode)
+        assert [r.replace("-", "") for r in aln.rows] == [s.replace("-", "") for s in seqs]
+        assert len({len(r) for r in aln.rows}) == 1

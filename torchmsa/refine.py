@@ -200,7 +200,8 @@ def _current_scores(S, s_off, a: _Side, b: _Side, ext):
     jb = b.col + (~b.keep).long()
     match = op == OP_MATCH
     s_idx = s_off[:, None] + ia * nb[:, None] + jb
-    total = torch.where(match, S[torch.where(match, s_idx, 0)].long(), 0).sum(1)
+    padded = torch.cat([S, S.new_zeros(1)])  # every edge may have empty sides: S itself too
+    total = torch.where(match, padded[torch.where(match, s_idx, S.numel())].long(), 0).sum(1)
     start = torch.ones_like(match)
     start[:, 1:] = op[:, 1:] != op[:, :-1]
     end = torch.ones_like(match)
@@ -337,7 +338,7 @@ def refine(
     """
     device = codes.device
     parts = partitions(tree)
-    if not parts:
+    if not parts or not bool((codes != gap).any()):  # no edge, or only empty sequences
         return codes, 0
     n = codes.shape[0]
     sides = torch.zeros(len(parts), n, dtype=torch.bool)
