@@ -273,6 +273,12 @@ class _Nodes:
         pool.rows += rows
         pool.bnds += bnds
 
+    def place(self, parents: np.ndarray, widths: np.ndarray) -> None:
+        """New parents' columns and their range in the element space, in order."""
+        self.cols[parents] = widths
+        self.elem[parents] = self.n_elems + _excl(widths)
+        self.n_elems += int(widths.sum())
+
     def fetch(self, nodes: np.ndarray, device: torch.device) -> None:
         """Moves inner nodes whose profiles live on another device into ``device``'s pool."""
         q = self.pool(device)
@@ -290,8 +296,9 @@ class _Nodes:
             self.store(sel, self.cols[sel], prof, both, device)
 
 
-def _cpu_run(st: _Nodes, levels: list[np.ndarray], scoring: ProfileScoring):
-    """Levels too small for batched launches, node after node in numba (``cpu/merge.py``).
+def _cpu_run(st: _Nodes, levels: list[np.ndarray], bound: np.ndarray, scoring: ProfileScoring):
+    """Levels too small for batched launches, node after node in numba (``cpu/merge.py``);
+    ``bound`` holds at least each node's columns (a parent's: its children's together).
 
     Returns ``(child element ids, their elements in the parents)`` on the host.
     """
@@ -301,9 +308,6 @@ def _cpu_run(st: _Nodes, levels: list[np.ndarray], scoring: ProfileScoring):
     pairs = np.concatenate(levels)
     kids = pairs[:, :2].ravel()
     st.fetch(kids, cpu)
-    bound = st.cols.copy()  # a parent has at most as many columns as its children together
-    for level in levels:
-        bound[level[:, 2]] = bound[level[:, 0]] + bound[level[:, 1]]
     rows = int(bound[pairs[:, 2]].sum())
     pool = st.reserve(cpu, rows, rows + len(pairs))
     new_col = np.empty(int(bound[kids].sum()), np.int64)
@@ -332,9 +336,7 @@ def _cpu_run(st: _Nodes, levels: list[np.ndarray], scoring: ProfileScoring):
     st.alive[kids] = False
     st.alive[parents] = True
     st.pool_of[parents] = st.pools.index(pool)
-    widths = st.cols[parents]
-    st.elem[parents] = st.n_elems + _excl(widths)
-    st.n_elems += int(widths.sum())
+    st.place(parents, st.cols[parents])
     kid_cols = st.cols[kids]
     kid_elems = _ranges(st.elem[kids], kid_cols)
     elems = np.repeat(st.elem[np.repeat(parents, 2)], kid_cols) + new_col[:used]
@@ -358,20 +360,19 @@ def _kid_profiles(st: _Nodes, kids, cols, col_off, bnd_off, kid_w, device):
     prof[v["dst"], st.codes(device)[v["res"]]] = v["w"].to(torch.float64)
     both = torch.zeros(nb, dtype=torch.int64, device=device)
     both[v["b_dst"]] = v["b_w"]
-    for q, pool in enumerate(st.pools):
-        sel = np.nonzero(st.pool_of[kids] == q)[0]
-        if len(sel) == 0:
-            continue
-        src = _upload(
-            pool.device,
-            r=_ranges(st.row[kids[sel]], cols[sel]),
-            b=_ranges(st.bnd[kids[sel]], cols[sel] + 1),
+    inner = np.nonzero(kids >= st.n_leaves)[0]
+    if len(inner):
+        st.fetch(kids[inner], device)
+        pool = st.pools[st.pool(device)]
+        w = _upload(
+            device,
+            r_src=_ranges(st.row[kids[inner]], cols[inner]),
+            r_dst=_ranges(col_off[inner], cols[inner]),
+            b_src=_ranges(st.bnd[kids[inner]], cols[inner] + 1),
+            b_dst=_ranges(bnd_off[inner], cols[inner] + 1),
         )
-        dst = _upload(
-            device, r=_ranges(col_off[sel], cols[sel]), b=_ranges(bnd_off[sel], cols[sel] + 1)
-        )
-        prof[dst["r"]] = pool.prof[src["r"]].to(device=device, dtype=torch.float64)
-        both[dst["b"]] = pool.both[src["b"]].to(device)
+        prof[w["r_dst"]] = pool.prof[w["r_src"]].to(torch.float64)
+        both[w["b_dst"]] = pool.both[w["b_src"]]
     return prof, both
 
 
@@ -386,8 +387,7 @@ def _merge(st, pairs, kids, cols, col_off, bnd_off, prof, both, info, ops, devic
     pair_of_kid = np.arange(2 * P) % P
     w_off, wb_off = _excl(W), _excl(W + 1)
     parents = pairs[:, 2]
-    st.elem[parents] = st.n_elems + w_off
-    st.n_elems += int(W.sum())
+    st.place(parents, W)
     # boundary c of a non-empty child: what lies left and right of it must stay adjacent
     ne = np.nonzero(cols > 0)[0]
     bk = np.repeat(ne, cols[ne] + 1)
@@ -424,7 +424,6 @@ def _merge(st, pairs, kids, cols, col_off, bnd_off, prof, both, info, ops, devic
     both_par.index_add_(0, torch.where(keep, v["b_par"] + here, nbp), both[v["b_src"]])
     st.alive[kids] = False
     st.store(parents, W, prof_par.to(torch.int32), both_par[:nbp], device)
-    st.cols[parents] = W
     st.w[parents] = st.w[pairs[:, 0]] + st.w[pairs[:, 1]]
     return new_col, v["elem_par"] + new_col, _ranges(st.elem[kids], cols)
 
@@ -635,8 +634,10 @@ def progressive_align(
     def flush():
         nonlocal bound
         if run:
-            pieces.setdefault(cpu, []).append(_cpu_run(st, run, scoring))
+            pieces.setdefault(cpu, []).append(_cpu_run(st, run, bound, scoring))
             run.clear()
+            if progress is not None:
+                progress(done, total)
         bound = st.cols
 
     for g, level in enumerate(forest.levels):
@@ -657,9 +658,7 @@ def progressive_align(
         done += len(level)
         if progress is not None and not run:
             progress(done, total)
-    flush()
-    if progress is not None:
-        progress(done, total)
+    flush()  # reports the last run's levels (each level is reported once)
     # every element points to where it went in its parent; pointer jumping takes each to the
     # root's column
     up = torch.arange(st.n_elems, device=device)

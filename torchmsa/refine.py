@@ -200,8 +200,10 @@ def _current_scores(S, s_off, a: _Side, b: _Side, ext):
     jb = b.col + (~b.keep).long()
     match = op == OP_MATCH
     s_idx = s_off[:, None] + ia * nb[:, None] + jb
-    padded = torch.cat([S, S.new_zeros(1)])  # every edge may have empty sides: S itself too
-    total = torch.where(match, padded[torch.where(match, s_idx, S.numel())].long(), 0).sum(1)
+    if S.numel():  # unmatched columns read cell 0 and drop it
+        total = torch.where(match, S[torch.where(match, s_idx, 0)].long(), 0).sum(1)
+    else:  # no edge has two non-empty sides, so no column matches
+        total = torch.zeros(match.shape[0], dtype=torch.int64, device=match.device)
     start = torch.ones_like(match)
     start[:, 1:] = op[:, 1:] != op[:, :-1]
     end = torch.ones_like(match)

@@ -204,16 +204,9 @@ def profile_align(
     args = dp_plan.profile_args(
         S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, ext, mode, res_a, res_b
     )
-    if args.sizes is not None:  # the host knows the sizes: no wait for the device
-        host = args.sizes.sum(0)
-        total = int(host.sum())
-        ops_off = torch.from_numpy(np.cumsum(host) - host).to(dev)
-    else:
-        sizes = args.n.long() + args.m.long()
-        ops_off = torch.zeros_like(sizes)
-        if sizes.numel() > 1:
-            ops_off[1:] = torch.cumsum(sizes[:-1], 0)
-        total = int(sizes.sum())
+    host = args.sizes.sum(0)
+    total = int(host.sum())
+    ops_off = torch.from_numpy(np.cumsum(host) - host).to(dev)
     args.ops = torch.zeros(max(1, total), dtype=torch.uint8, device=dev)
     args.ops_off = ops_off
     if args.n.numel() == 0:

@@ -98,9 +98,9 @@ class Args:
     b_off: torch.Tensor
     res_a: torch.Tensor
     res_b: torch.Tensor
+    sizes: np.ndarray  # int64 [2, P]: n and m on the host
     ops: torch.Tensor | None = None
     ops_off: torch.Tensor | None = None
-    sizes: np.ndarray | None = None  # int64 [2, P]: n and m on the host, when given there
 
 
 def _mode(mode) -> int:
@@ -126,6 +126,11 @@ def _element_bits(lo: int, hi: int) -> int:
         if -(1 << (bits - 1)) <= lo and hi < (1 << (bits - 1)):
             return bits
     return 32
+
+
+def _host_sizes(n, m) -> np.ndarray:
+    """``int64 [2, P]``: n and m on the host (one wait when they live on a device)."""
+    return np.stack([np.asarray(x.cpu(), np.int64) for x in (n, m)]).reshape(2, -1)
 
 
 def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode) -> Args:
@@ -160,6 +165,7 @@ def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode
         b_off=i64,
         res_a=i32,
         res_b=i32,
+        sizes=_host_sizes(len_a, len_b),
     )
 
 
@@ -169,8 +175,6 @@ def profile_args(
     dev = S.device
     # only local and semiglobal runs track best cells, which needs the score range
     lo, hi = _range(S) if _mode(mode) else (0, 0)
-    on_host = n.device.type == "cpu" and m.device.type == "cpu"
-    sizes = torch.stack([n.long(), m.long()]).numpy() if on_host else None
 
     def i32(t):
         t = t.to(device=dev, dtype=torch.int32).contiguous()
@@ -202,7 +206,7 @@ def profile_args(
         b_off=i64(b_off),
         res_a=i32(torch.full_like(open_a, RES_ONE) if res_a is None else res_a),
         res_b=i32(torch.full_like(open_b, RES_ONE) if res_b is None else res_b),
-        sizes=sizes,
+        sizes=_host_sizes(n, m),
     )
 
 
@@ -248,10 +252,7 @@ def _budget(dev: torch.device) -> int:
 def plan(args: Args, trace: bool) -> Launch:
     """Group, sort and chunk the pairs of ``args`` into launches."""
     dev = args.n.device
-    if args.sizes is not None:
-        n, m = args.sizes
-    else:
-        n, m = torch.stack([args.n, args.m]).cpu().numpy().astype(np.int64)
+    n, m = args.sizes
     P = len(n)
     _check_lengths(args, n, m)
     lanes = _lanes(dev)

@@ -81,14 +81,15 @@ def batched_column_scores(
         at ``s_off[p]``; the same values as :func:`column_scores` pair by pair.
     """
     device = prof.device
-    host = [x.cpu().numpy() if torch.is_tensor(x) else np.asarray(x) for x in (off_a, n, off_b, m)]
-    host = [x.astype(np.int64) for x in host]
-    off_a_l, n_l, off_b_l, m_l = (x.tolist() for x in host)
+    host = [
+        (x.cpu().numpy() if torch.is_tensor(x) else np.asarray(x)).astype(np.int64)
+        for x in (off_a, n, off_b, m, w_a, w_b)
+    ]
+    off_a_l, n_l, off_b_l, m_l, wa_l, wb_l = (x.tolist() for x in host)
     cells_h = host[1] * host[3]
     s_off_h = np.cumsum(cells_h) - cells_h
-    wa_l, wb_l = (x.tolist() if torch.is_tensor(x) else np.asarray(x).tolist() for x in (w_a, w_b))
-    dev = torch.from_numpy(np.stack([*host, s_off_h, np.asarray(wa_l), np.asarray(wb_l)]))
-    off_a, n, off_b, m, s_off, w_a, w_b = dev.to(device).unbind(0)
+    dev = torch.from_numpy(np.stack([*host, s_off_h]))
+    off_a, n, off_b, m, w_a, w_b, s_off = dev.to(device).unbind(0)
     c_l, s_off_l = cells_h.tolist(), s_off_h.tolist()
     total = int(cells_h.sum())
     S = torch.empty(total + 1, dtype=torch.int32, device=device)  # slot `total`: a dump
