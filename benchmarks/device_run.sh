@@ -4,6 +4,7 @@
 # usage: TORCHMSA_COMMIT=<hash> bash benchmarks/device_run.sh STAGE...
 #   kernels   gpu tests of the Triton kernels (DP, k-mers, LCS)
 #   lcs       gpu tests of the LCS kernel only
+#   tree      gpu tests of the guide trees (single linkage on the GPU)
 #   pipeline  gpu tests of the whole pipeline (GPU == CPU on BAliBASE; TORCHMSA_GPU_MODES)
 #   pairwise  benchmarks.pairwise_gpu
 #   e2e-bb    benchmarks.e2e_gpu on balibase3 (E2E_TOOLS, E2E_LIMIT, E2E_CASES, E2E_SHARD,
@@ -38,6 +39,8 @@ for stage in "$@"; do
                tests/test_kmer_triton.py tests/test_lcs.py 2>&1 | tee "$OUT/kernels.log" | tail -15 ;;
     lcs) py -m pytest -q -p no:cacheprovider -m gpu tests/test_lcs.py 2>&1 | tee "$OUT/lcs.log" \
            | tail -15 ;;
+    tree) py -m pytest -q -p no:cacheprovider -m gpu tests/test_tree.py 2>&1 \
+           | tee "$OUT/tree.log" | tail -15 ;;
     pipeline) py -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_pipeline.py \
                -k "${TORCHMSA_GPU_MODES:-fast or default or auto or missing}" 2>&1 \
                | tee "$OUT/pipeline.log" | tail -15 ;;

@@ -427,6 +427,48 @@ def test_tree_from_tensor_equals_build_tree_and_keeps_its_input(method):
             assert torch.equal(t, before)  # the clustering works in its own copy
 
 
+def tie_heavy(rng, n, values):
+    """Distances drawn from a few values (many equal pairs: the tie rule decides the tree)."""
+    x = rng.integers(0, values, (n, n)).astype(float) / 3
+    d = np.minimum(x, x.T)
+    np.fill_diagonal(d, rng.random(n))  # the diagonal must be ignored
+    return d
+
+
+@pytest.mark.interpreter
+def test_triton_single_linkage_equals_host(device):
+    from torchmsa._triton.linkage import single_linkage
+    from torchmsa.cpu import tree as cpu_tree
+
+    rng = np.random.default_rng(5)
+    for n, values in ((1, 2), (2, 2), (3, 1), (17, 3), (20, 2), (33, 5), (40, 1000)):
+        d = tie_heavy(rng, n, values)
+        want = cpu_tree.linkage(d, cpu_tree.SINGLE)
+        t = torch.from_numpy(d).to(device)
+        before = t.clone()
+        children, heights = single_linkage(t)
+        assert np.array_equal(children.cpu().numpy(), want[0]), (n, values)
+        assert np.array_equal(heights.cpu().numpy(), want[1]), (n, values)
+        assert torch.equal(t, before)  # worked in its own copy
+        children, _ = single_linkage(t, overwrite=True)
+        assert np.array_equal(children.cpu().numpy(), want[0]), (n, values)
+
+
+@pytest.mark.gpu
+def test_gpu_single_linkage_tree_equals_build_tree_at_size():
+    rng = np.random.default_rng(6)
+    for n, values in ((3000, 40), (2500, 10**9)):
+        d = tie_heavy(rng, n, values)
+        want = build_tree(d, "single")
+        names = [f"s{i}" for i in range(n)]
+        got = tree_from_tensor(torch.from_numpy(d).cuda(), "single", names, overwrite=True)
+        assert np.array_equal(got.children, want.children), n
+        assert np.array_equal(got.lengths, want.lengths), n
+        assert got.names == names
+    with pytest.raises(ArgumentError, match="names"):
+        tree_from_tensor(torch.from_numpy(d).cuda(), "single", names[:-1])
+
+
 @pytest.mark.parametrize(
     "dist, match",
     [

@@ -244,18 +244,32 @@ def build_tree(dist, method: str = "upgma", names: list[str] | None = None) -> T
     return _assemble(_distances(dist), method, names, owned=False)
 
 
-def tree_from_tensor(dist: torch.Tensor, method: str, names: list[str] | None = None) -> Tree:
+def tree_from_tensor(
+    dist: torch.Tensor, method: str, names: list[str] | None = None, overwrite: bool = False
+) -> Tree:
     """:func:`build_tree` of a distance tensor on any device, checked where it lies.
 
     For large inputs (10^4 sequences: an 800 MB matrix) on a GPU the checks run there as tensor
     operations, in row blocks of bounded size, instead of the host's loop (``benchmarks.stages``
-    times both); either way the matrix crosses to the host once, into the array that the
-    clustering then works in. The tree is the one :func:`build_tree` gives, and so are the
-    errors (on the CPU, or when the device's check fails, the host's check runs and raises).
+    times both). Single linkage then runs on the GPU too (``triton_kernels/linkage.py``, the
+    same joins as the host's), and only the joins cross to the host; the other methods copy
+    the matrix to the host once, into the array that the clustering works in. The tree is the
+    one :func:`build_tree` gives, and so are the errors (on the CPU, or when the device's check
+    fails, the host's check runs and raises).
+
+    Arguments:
+        dist, method, names: as :func:`build_tree`.
+        overwrite: ``dist`` may be overwritten (saves an n x n copy on the GPU).
     """
     _check_method(method)
     square = dist.ndim == 2 and dist.shape[0] == dist.shape[1] >= 1
     checked = square and dist.device.type != "cpu" and _valid(dist.to(torch.float64))
+    if checked and method == "single" and dist.device.type == "cuda":
+        from torchmsa._triton.linkage import single_linkage
+
+        names = _names(names, dist.shape[0])
+        children, heights = single_linkage(dist.to(torch.float64), overwrite=overwrite)
+        return _linkage_tree(children.cpu().numpy(), heights.cpu().numpy(), names)
     # the clustering overwrites its matrix: always a private C-contiguous float64 copy
     host = dist.to("cpu", torch.float64, copy=True, memory_format=torch.contiguous_format)
     d = host.numpy() if checked else _distances(host.numpy())  # the host's loop, its errors
@@ -285,19 +299,28 @@ def _check_method(method: str) -> None:
 
 def _assemble(d: np.ndarray, method: str, names, owned: bool) -> Tree:
     """The tree of a checked ``float64 [n, n]`` matrix; ``owned``: ``d`` may be overwritten."""
-    n = d.shape[0]
+    names = _names(names, d.shape[0])
+    if method != "nj":
+        children, heights = cpu_tree.linkage(d, _LINKAGE[method], overwrite=owned)
+        return _linkage_tree(children, heights, names)
+    children, lengths = cpu_tree.neighbor_joining(d)
+    return Tree(names, children, lengths)
+
+
+def _names(names, n: int) -> list[str]:
     names = [f"seq{i + 1}" for i in range(n)] if names is None else [str(x) for x in names]
     if len(names) != n:
         raise ArgumentError(f"`names` holds {len(names)} names for a {n} x {n} distance matrix")
-    if method == "nj":
-        children, lengths = cpu_tree.neighbor_joining(d)
-    else:
-        children, heights = cpu_tree.linkage(d, _LINKAGE[method], overwrite=owned)
-        height = np.concatenate([np.zeros(n), heights])
-        parent = np.full(2 * n - 1, 2 * n - 2, np.int64)
-        parent[children.ravel()] = np.repeat(np.arange(n, 2 * n - 1), 2)
-        lengths = height[parent] - height
-    return Tree(names, children, lengths)
+    return names
+
+
+def _linkage_tree(children: np.ndarray, heights: np.ndarray, names) -> Tree:
+    """The tree of a linkage's joins: branch lengths are differences of heights."""
+    n = children.shape[0] + 1
+    height = np.concatenate([np.zeros(n), heights])
+    parent = np.full(2 * n - 1, 2 * n - 2, np.int64)
+    parent[children.ravel()] = np.repeat(np.arange(n, 2 * n - 1), 2)
+    return Tree(names, children, height[parent] - height)
 
 
 _TOKEN = re.compile(r"\s+|\[[^\]]*\]|'(?:[^']|'')*'|[(),:;]|[^\s()\[\]':;,]+")
