@@ -13,6 +13,7 @@
 #             E2E_SHARD, E2E_NAME, E2E_EXTRA)
 #   kmer      benchmarks.kmer_gpu;  families  benchmarks.large_families
 #   stages    benchmarks.stages (STAGE_CASES, STAGE_ARGS)
+#   linkage   benchmarks.linkage_gpu (LINK_ARGS)
 # Triton's kernel cache goes back as $OUT/triton_cache.tgz; name that file (carried in an
 # ignored folder) in TRITON_CACHE_TGZ on the next call and a fresh machine starts with it
 # (a cold cache costs minutes of compiling: README, "First run on a machine").
@@ -60,6 +61,7 @@ for stage in "$@"; do
               2>&1 | tail -20 ;;
     stages) py -m benchmarks.stages ${STAGE_CASES:+--cases $STAGE_CASES} ${STAGE_ARGS:-} --out "$OUT" 2>&1 \
               | tail -20 ;;
+    linkage) py -m benchmarks.linkage_gpu ${LINK_ARGS:-} --out "$OUT" 2>&1 | tail -20 ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
   [ "${PIPESTATUS[0]}" = 0 ] || status=1

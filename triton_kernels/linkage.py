@@ -25,7 +25,8 @@ import triton.language as tl
 
 __all__ = ["single_linkage", "BLOCK"]
 
-BLOCK = 2048
+BLOCK = 4096  # lanes of the joining program (32 warps: 4 slots a lane)
+ROW_BLOCK = 1024
 INTERPRETER_BLOCK = 16
 
 
@@ -101,14 +102,16 @@ def _single_linkage_kernel(
         lane_k = tl.full([BLOCK], n, tl.int32)
         for c0 in range(0, n, BLOCK):
             k = c0 + offs
-            on = (tl.load(active + k, mask=k < n, other=0) != 0) & (k != i) & (k != j)
-            x = tl.load(row_i + k, mask=on, other=float("inf"))
-            y = tl.load(row_j + k, mask=on, other=float("inf"))
+            # every load of a chunk is issued at once (none waits for ``active``)
+            inside = k < n
+            on = (tl.load(active + k, mask=inside, other=0) != 0) & (k != i) & (k != j)
+            x = tl.load(row_i + k, mask=inside, other=float("inf"))
+            y = tl.load(row_j + k, mask=inside, other=float("inf"))
+            arg = tl.load(row_arg + k, mask=inside, other=0)
+            rm = tl.load(row_min + k, mask=inside, other=float("inf"))
             v = tl.minimum(x, y)
             tl.store(row_i + k, v, mask=on)
             tl.store(d + k.to(tl.int64) * n + i, v, mask=on)
-            arg = tl.load(row_arg + k, mask=on, other=0)
-            rm = tl.load(row_min + k, mask=on, other=float("inf"))
             # a minimum in slot i or j was d[k, i] or d[k, j]: v is never above it
             moved = (arg == i) | (arg == j) | (v < rm) | ((v == rm) & (i < arg))
             rm = tl.where(moved, v, rm)
@@ -128,12 +131,13 @@ def _single_linkage_kernel(
         tl.debug_barrier()
 
 
-def single_linkage(dist: torch.Tensor, overwrite: bool = False):
+def single_linkage(dist: torch.Tensor, overwrite: bool = False, block=BLOCK, num_warps=32):
     """Single linkage of a checked ``float64 [n, n]`` matrix on its device.
 
     Arguments:
         dist: symmetric, finite, non-negative off the diagonal (the diagonal is ignored).
         overwrite: work in ``dist`` itself (no n x n copy); it is left overwritten.
+        block, num_warps: the joining program's shape on a GPU (``benchmarks`` tune them).
 
     Returns:
         ``(children int64 [n-1, 2], heights float64 [n-1])`` on the device, in join order:
@@ -152,10 +156,11 @@ def single_linkage(dist: torch.Tensor, overwrite: bool = False):
     active = torch.ones(n, dtype=torch.int8, device=dev)
     node = torch.arange(n, dtype=torch.int64, device=dev)
     interp = dev.type == "cpu"
-    block = INTERPRETER_BLOCK if interp else BLOCK
-    _row_min_kernel[(n,)](d, row_min, row_arg, n, BLOCK=block, num_warps=1 if interp else 4)
+    row_block = INTERPRETER_BLOCK if interp else ROW_BLOCK
+    _row_min_kernel[(n,)](d, row_min, row_arg, n, BLOCK=row_block, num_warps=1 if interp else 4)
+    block = INTERPRETER_BLOCK if interp else block
     _single_linkage_kernel[(1,)](
         d, row_min, row_arg, active, node, children, heights, n, BLOCK=block,
-        num_warps=1 if interp else 16,
+        num_warps=1 if interp else num_warps,
     )  # fmt: skip
     return children, heights
