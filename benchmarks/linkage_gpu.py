@@ -51,7 +51,7 @@ def _host(dist: torch.Tensor):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="PF00037,PF00202")
-    ap.add_argument("--shapes", default=f"{BLOCK}x32,2048x16,4096x16,8192x32,1024x8")
+    ap.add_argument("--shapes", default=f"{BLOCK}x16,4096x32,1024x8")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--name", default="linkage_gpu")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")

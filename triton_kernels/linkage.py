@@ -25,7 +25,7 @@ import triton.language as tl
 
 __all__ = ["single_linkage", "BLOCK"]
 
-BLOCK = 4096  # lanes of the joining program (32 warps: 4 slots a lane)
+BLOCK = 2048  # lanes of the joining program (16 warps: 4 slots a lane; linkage_gpu.md)
 ROW_BLOCK = 1024
 INTERPRETER_BLOCK = 16
 
@@ -131,7 +131,7 @@ def _single_linkage_kernel(
         tl.debug_barrier()
 
 
-def single_linkage(dist: torch.Tensor, overwrite: bool = False, block=BLOCK, num_warps=32):
+def single_linkage(dist: torch.Tensor, overwrite: bool = False, block=BLOCK, num_warps=16):
     """Single linkage of a checked ``float64 [n, n]`` matrix on its device.
 
     Arguments:
