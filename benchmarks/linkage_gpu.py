@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 
 import numpy as np
 import torch
 
-from benchmarks.common import DATA_DIR, run_metadata, write_results
+from benchmarks.common import DATA_DIR, Timer, run_metadata, write_results
 from torchmsa._triton.linkage import BLOCK, single_linkage
 from torchmsa.cpu import tree as cpu_tree
 from torchmsa.ops.lcs import lcs_distances, lcs_lengths
@@ -35,11 +34,9 @@ def _timed(repeats: int, f, *args, **kwargs):
     out = f(*args, **kwargs)
     times = []
     for _ in range(repeats):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        out = f(*args, **kwargs)
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t)
+        with Timer(cuda=True) as t:
+            out = f(*args, **kwargs)
+        times.append(t.seconds)
     return out, statistics.median(times)
 
 

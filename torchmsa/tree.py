@@ -263,12 +263,13 @@ def tree_from_tensor(
     """
     _check_method(method)
     square = dist.ndim == 2 and dist.shape[0] == dist.shape[1] >= 1
-    checked = square and dist.device.type != "cpu" and _valid(dist.to(torch.float64))
+    d64 = dist.to(torch.float64)  # dist itself when it is float64 already
+    checked = square and dist.device.type != "cpu" and _valid(d64)
     if checked and method == "single" and dist.device.type == "cuda":
         from torchmsa._triton.linkage import single_linkage
 
         names = _names(names, dist.shape[0])
-        children, heights = single_linkage(dist.to(torch.float64), overwrite=overwrite)
+        children, heights = single_linkage(d64, overwrite=overwrite or d64 is not dist)
         return _linkage_tree(children.cpu().numpy(), heights.cpu().numpy(), names)
     # the clustering overwrites its matrix: always a private C-contiguous float64 copy
     host = dist.to("cpu", torch.float64, copy=True, memory_format=torch.contiguous_format)

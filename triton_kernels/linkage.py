@@ -145,8 +145,9 @@ def single_linkage(dist: torch.Tensor, overwrite: bool = False, block=BLOCK, num
     """
     n = dist.shape[0]
     dev = dist.device
-    d = dist if overwrite and dist.is_contiguous() else dist.contiguous().clone()
-    d = d.to(torch.float64)
+    # a private contiguous float64 copy, unless dist may be overwritten and already is one
+    own = overwrite and dist.dtype == torch.float64 and dist.is_contiguous()
+    d = dist if own else dist.to(torch.float64, memory_format=torch.contiguous_format, copy=True)
     children = torch.empty((max(n - 1, 0), 2), dtype=torch.int64, device=dev)
     heights = torch.empty(max(n - 1, 0), dtype=torch.float64, device=dev)
     if n < 2:
