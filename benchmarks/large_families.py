@@ -1,20 +1,20 @@
 """Large families end to end: torchmsa on the GPU against FAMSA and MAFFT on the CPU cores.
 
     python -m benchmarks.large_families [--quick] [--cases balifam10000:PF00687,homfam:rrm]
-        [--tools torchmsa-auto,torchmsa-fast,torchmsa-parttree,famsa,mafft-auto,mafft-parttree]
+        [--tools torchmsa-auto,torchmsa-lcs,torchmsa-fast,torchmsa-parttree,famsa,mafft-auto,...]
         [--threads 16] [--device auto] [--timeout 900] [--out DIR]
 
 Cases: the balifam10000 cases (10,006-10,142 sequences) and the largest HomFam cases (rhv
 17,976, rrm 27,610, zf-CCHH 88,345 sequences); ``--quick``: balifam10000 PF00687 (10,006
 sequences of 39-340 residues) only. Tools, one at a time, all in the same run:
 
-* ``torchmsa-auto``: ``torchmsa.align(mode="auto")``, the pipeline's own choices (skipped
-  above 30,000 sequences while the pipeline has no PartTree: its full-matrix tree would need
-  ``8 N^2`` bytes; the same for ``torchmsa-fast``);
+* ``torchmsa-auto``: ``torchmsa.align(mode="auto")``, the pipeline's own choices (default
+  mode with the LCS tree up to 20,000 sequences, fast mode with PartTree above);
+* ``torchmsa-lcs``: default mode with single linkage on LCS distances at any size (skipped
+  above 30,000 sequences: its full distance matrix needs ``8 N^2`` bytes; the same for
+  ``torchmsa-fast``);
 * ``torchmsa-fast``: mode ``fast`` with the full-matrix guide tree (``tree="upgma_mafft"``);
-* ``torchmsa-parttree``: mode ``fast`` with a PartTree guide tree (``tree="parttree"`` where
-  the pipeline offers it; else ``pipeline._kmer_tree`` is swapped for
-  :func:`torchmsa.parttree.parttree_tree` during the run);
+* ``torchmsa-parttree``: mode ``fast`` with a PartTree guide tree (``tree="parttree"``);
 * ``famsa`` (pyfamsa), ``mafft-auto`` (``--auto``) and ``mafft-parttree`` (``--parttree``)
   on ``--threads`` cores (``benchmarks.peers``).
 
@@ -29,7 +29,6 @@ torchmsa run, every aligned row without gaps equals its input sequence.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import os
 import sys
@@ -59,6 +58,7 @@ CASES = [
 QUICK = [("balifam10000", "PF00687")]
 TOOLS = [
     "torchmsa-auto",
+    "torchmsa-lcs",
     "torchmsa-fast",
     "torchmsa-parttree",
     "famsa",
@@ -69,6 +69,7 @@ TOOLS = [
 FULL_TREE_MAX_N = 30_000
 TORCHMSA = {
     "torchmsa-auto": ("auto", "auto"),
+    "torchmsa-lcs": ("default", "lcs"),
     "torchmsa-fast": ("fast", "upgma_mafft"),
     "torchmsa-parttree": ("fast", "parttree"),
 }
@@ -108,24 +109,6 @@ def check_counts(path: Path, device: str) -> None:
         raise Mismatch(f"{path.name}: Triton and CPU shared 6-mer counts differ")
 
 
-@contextlib.contextmanager
-def _parttree_pipeline(tree: str):
-    """``tree`` for ``align``: itself where the pipeline knows it, else a swapped tree step."""
-    from torchmsa import pipeline
-
-    if tree != "parttree" or "parttree" in pipeline.TREES:
-        yield tree, False
-        return
-    from torchmsa.parttree import parttree_tree
-
-    original = pipeline._kmer_tree
-    pipeline._kmer_tree = lambda batch, method, backend: parttree_tree(batch, backend, method)
-    try:
-        yield "upgma_mafft", True
-    finally:
-        pipeline._kmer_tree = original
-
-
 def run_torchmsa(tool: str, path: Path, device: str):
     import torchmsa
 
@@ -134,16 +117,14 @@ def run_torchmsa(tool: str, path: Path, device: str):
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    with _parttree_pipeline(tree) as (tree_arg, swapped), Timer(cuda=cuda) as t:
-        aln = torchmsa.align(str(path), mode=mode, tree=tree_arg, device=device)
+    with Timer(cuda=cuda) as t:
+        aln = torchmsa.align(str(path), mode=mode, tree=tree, device=device)
     peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else math.nan
     residues = {r.name: r.seq.upper() for r in read_sequences(path)}
     for name, row in zip(aln.names, aln.rows):
         if row.replace("-", "").upper() != residues[name]:
             raise Mismatch(f"{path.name}: torchmsa row {name!r} is not its input sequence")
     meta = dict(getattr(aln, "metadata", None) or {})
-    if swapped:
-        meta["tree"] = "parttree (swapped in)"
     return list(aln.names), list(aln.rows), t.seconds, peak, meta
 
 
@@ -169,6 +150,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per peer run")
     ap.add_argument("--quick", action="store_true", help="balifam10000 PF00687 only")
+    ap.add_argument("--name", default="large_families", help="results file name")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
     args = ap.parse_args(argv)
     cases = [tuple(c.split(":", 1)) for c in args.cases.split(",") if c] or (
@@ -204,7 +186,7 @@ def main(argv=None) -> int:
         "alignment; SP / TC against the reference (reference rows only, core columns); "
         "peak_gib: torch peak allocated GPU memory (torchmsa only).\n"
     )
-    write_results("large_families", rows, header, out_dir=args.out, metadata=run_metadata(device))
+    write_results(args.name, rows, header, out_dir=args.out, metadata=run_metadata(device))
     for r in rows:
         status = r["error"] or f"SP {r['sp']:.3f}  TC {r['tc']:.3f}  peak {r['peak_gib']:.2f} GiB"
         print(f"{r['case']:10s} {r['tool']:18s} {r['seconds']:9.2f} s  {status}")
@@ -218,17 +200,11 @@ def _warm_up(path: Path, device: str, tools: list[str]) -> None:
     for tool in tools:
         if tool in TORCHMSA:
             mode, tree = TORCHMSA[tool]
-            with _parttree_pipeline(tree) as (tree_arg, _):
-                torchmsa.align(
-                    [(r.name, r.seq) for r in records], mode=mode, tree=tree_arg, device=device
-                )
+            torchmsa.align([(r.name, r.seq) for r in records], mode=mode, tree=tree, device=device)
 
 
 def _full_tree(tool: str) -> bool:
-    from torchmsa import pipeline
-
-    tree = TORCHMSA[tool][1]
-    return tree == "upgma_mafft" or (tree == "auto" and "parttree" not in pipeline.TREES)
+    return TORCHMSA[tool][1] in ("upgma_mafft", "lcs")
 
 
 def _one(tool, dataset, case, n_seqs, inp, ref, core, device, args) -> dict:
