@@ -7,10 +7,10 @@ Each case is aligned once untimed (compiles land in the on-disk caches), then on
 timer around the stages (``torch.cuda.synchronize`` before and after each, so a stage's time
 includes its kernels). Stages nest: ``progressive._level`` holds ``profile_align`` and
 ``batched_column_scores``; ``pipeline._first_tree`` holds the first tree (and ``lcs_lengths``
-when it is an LCS tree). For the large-family cases the guide-tree steps are also taken apart:
-LCS lengths, their distances and single linkage; the k-mer distance matrix checked on the host
-(``build_tree``'s loop) or on the device (``tree_from_tensor``), its copy to the host, and the
-clustering. ``--cpu-level-cells`` times each case under several values of
+when it is an LCS tree). For cases of 5,000 to 20,000 sequences the guide-tree steps are also
+taken apart: LCS lengths, their distances and single linkage; the k-mer distance matrix checked
+on the host (``build_tree``'s loop) or on the device (``tree_from_tensor``), its copy to the
+host, and the clustering. ``--cpu-level-cells`` times each case under several values of
 ``progressive.CPU_LEVEL_CELLS`` (on a GPU, levels of at most that many DP cells run on the CPU)
 and checks that the alignment stays the same.
 """
@@ -40,12 +40,14 @@ STAGES = (
     ("torchmsa.progressive", "_merge"),
     ("torchmsa.progressive", "profile_align"),
     ("torchmsa.progressive", "batched_column_scores"),
+    ("torchmsa.parttree", "parttree"),
     ("torchmsa.tree", "tree_from_tensor"),
     ("torchmsa.tree", "build_tree"),
     ("torchmsa.consistency", "local_library"),
     ("torchmsa.refine", "refine"),
     ("torchmsa.refine", "evaluate_partitions"),
 )
+TREE_PARTS_MAX_N = 20_000  # the full-matrix trees' steps need 8 N^2 bytes of distances
 
 
 def _sync(device: torch.device) -> None:
@@ -182,7 +184,7 @@ def main(argv=None) -> int:
                 rows[-1]["calls"] = clock.calls[label]
             print(f"== {spec} cells {progressive.CPU_LEVEL_CELLS}: {wall:.2f} s", flush=True)
         progressive.CPU_LEVEL_CELLS = default_cells
-        if len(aln.names) >= 5000:
+        if 5000 <= len(aln.names) <= TREE_PARTS_MAX_N:
             rows += [{**base, **r} for r in tree_parts(path, device)]
     header = (
         f"Stage times on `{device}`, one alignment per case after an untimed one; stages nest "
