@@ -1,10 +1,10 @@
 """Where torchmsa loses to FAMSA on a large family: its guide tree, or its profile alignment?
 
-    python -m benchmarks.famsa_probe [--cases PF00687,PF00037,PF00505] [--gap-open 20]
-        [--threads 2] [--name famsa_probe] [--out DIR]
+    python -m benchmarks.famsa_probe [--dataset balifam10000] [--cases PF00687,PF00037,PF00505]
+        [--gap-open 20] [--threads 2] [--name famsa_probe] [--out DIR]
 
-For each balifam10000 case, on the CPU (needs ``pyfamsa``, FAMSA's Python binding, for the
-FAMSA rows; they are skipped without it):
+For each case of ``--dataset`` (a large-family set: balifam10000, homfam), on the CPU (needs
+``pyfamsa``, FAMSA's Python binding, for the FAMSA rows; they are skipped without it):
 
 * ``torchmsa``: default mode (single linkage on LCS distances, one progressive pass);
 * ``torchmsa, FAMSA's tree``: the same pass under the guide tree FAMSA builds for the same
@@ -29,8 +29,8 @@ from torchmsa.io import read_sequences
 from torchmsa.metrics import restrict_to_reference, score_alignment
 
 
-def _score(case: str, names, rows):
-    _, ref, core = case_files(DATA_DIR / "balifam10000", case)
+def _score(dataset: str, case: str, names, rows):
+    _, ref, core = case_files(DATA_DIR / dataset, case)
     test = restrict_to_reference(list(zip(names, rows)), ref)
     return score_alignment(test, ref, core)
 
@@ -53,6 +53,7 @@ def _famsa_tree_fn(threads: int):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default="balifam10000")
     ap.add_argument("--cases", default="PF00687,PF00037,PF00505")
     ap.add_argument("--gap-open", type=float, default=20.0)
     ap.add_argument("--threads", type=int, default=2)
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
     own_tree = pipeline._first_tree
     rows = []
     for case in args.cases.split(","):
-        path = case_files(DATA_DIR / "balifam10000", case)[0]
+        path = case_files(DATA_DIR / args.dataset, case)[0]
         runs = [
             ("torchmsa", {}, None),
             (f"torchmsa, gap_open {args.gap_open:g}", {"gap_open": args.gap_open}, None),
@@ -87,7 +88,7 @@ def main(argv=None) -> int:
                 seconds = time.perf_counter() - t
             finally:
                 pipeline._first_tree = own_tree
-            s = _score(case, list(aln.names), list(aln.rows))
+            s = _score(args.dataset, case, list(aln.names), list(aln.rows))
             rows.append({"case": case, "run": label, "sp": s.sp, "tc": s.tc, "seconds": seconds})
             print(rows[-1], flush=True)
         if pyfamsa is not None:
@@ -96,11 +97,13 @@ def main(argv=None) -> int:
             t = time.perf_counter()
             out = pyfamsa.Aligner(threads=args.threads).align(seqs)
             seconds = time.perf_counter() - t
-            s = _score(case, [x.id.decode() for x in out], [x.sequence.decode() for x in out])
+            s = _score(
+                args.dataset, case, [x.id.decode() for x in out], [x.sequence.decode() for x in out]
+            )
             rows.append({"case": case, "run": "FAMSA", "sp": s.sp, "tc": s.tc, "seconds": seconds})
             print(rows[-1], flush=True)
     header = (
-        f"balifam10000 cases on the CPU ({args.threads} threads). SP / TC on the reference rows "
+        f"{args.dataset} cases on the CPU ({args.threads} threads). SP / TC on the reference rows "
         "and core columns; `torchmsa, FAMSA's tree`: default mode's pass under FAMSA's guide "
         "tree for the same sequences.\n"
     )
