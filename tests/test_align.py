@@ -7,6 +7,7 @@ import torch
 
 import torchmsa
 from torchmsa.alphabet import get_alphabet
+from torchmsa.cpu.dp_rows import OCC_SHIFT
 from torchmsa.errors import ArgumentError, EmptyInputError, InvalidCharacterError, ScoringError
 from torchmsa.io import read_alignment, read_sequences
 from torchmsa.metrics import score_alignment
@@ -112,13 +113,20 @@ def test_bad_input_and_arguments():
         torchmsa.align(["MKV", "MKV"], device="cuda:99")
 
 
+def _columns(rng, w, size):
+    """Profile columns of a profile of weight ``w``: full ones, sparse ones (residue weight
+    below the occupancy floor ``w / 2^OCC_SHIFT``), one of a single unit of weight."""
+    r = [w, w, int(rng.integers(1, w >> OCC_SHIFT)), 1, int(rng.integers(1, w))][:size]
+    return np.stack([rng.multinomial(x, np.ones(27) / 27) for x in r])
+
+
 def test_column_scores_are_exact_at_the_weight_limit():
     rng = np.random.default_rng(2)
     mat = profile_scoring(get_alphabet("protein")).matrix
     for _ in range(20):
         wa, wb = (int(x) for x in rng.integers(1 << 17, 1 << 19, 2))
-        pa = rng.multinomial(wa, np.ones(27) / 27, size=5)
-        pb = rng.multinomial(wb, np.ones(27) / 27, size=4)
+        pa = _columns(rng, wa, 5)
+        pb = _columns(rng, wb, 4)
         got = column_scores(
             torch.tensor(pa, dtype=torch.float64),
             torch.tensor(pb, dtype=torch.float64),
@@ -127,10 +135,12 @@ def test_column_scores_are_exact_at_the_weight_limit():
             wb,
         )
         m = mat.tolist()
+        da = [min(wa, int(pa[i].sum()) << OCC_SHIFT) for i in range(5)]
+        db = [min(wb, int(pb[j].sum()) << OCC_SHIFT) for j in range(4)]
         want = [
             [
                 sum(int(pa[i, x]) * m[x][y] * int(pb[j, y]) for x in range(27) for y in range(27))
-                // (wa * wb)
+                // (da[i] * db[j])
                 for j in range(4)
             ]
             for i in range(5)

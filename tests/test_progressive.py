@@ -8,6 +8,7 @@ from tests import oracles
 from tests.test_refine import _oracle_side
 from torchmsa import progressive
 from torchmsa.alphabet import PROTEIN
+from torchmsa.cpu.dp_rows import OCC_SHIFT
 from torchmsa.pipeline import profile_scoring
 from torchmsa.progressive import Forest, ResidueTable, _ranges, _upload, progressive_align
 from torchmsa.tree import build_tree
@@ -35,10 +36,12 @@ def _oracle(seqs, tree, weights, scoring, record=None, library=(), cw=0):
             args = (n_alpha, scoring.gap_open, scoring.terminal)
             sides.append(_oracle_side(range(len(rows)), codes, w, *args))
         (ka, pa, wa, oa, ca, ra), (kb, pb, wb, ob, cb, rb) = sides
+        da = [min(wa, sum(p) << OCC_SHIFT) for p in pa]  # the occupancy floor's divisors
+        db = [min(wb, sum(p) << OCC_SHIFT) for p in pb]
         S = [
             [
                 sum(pa[i][p] * mat[p][q] * pb[j][q] for p in range(n_alpha) for q in range(n_alpha))
-                // (wa * wb)
+                // (da[i] * db[j])
                 for j in range(len(kb))
             ]
             for i in range(len(ka))
@@ -302,3 +305,34 @@ def test_a_merge_larger_than_memory_is_a_resource_error(monkeypatch):
     seqs = _family(rng, 3, 20)
     with pytest.raises(ResourceError, match="merging two profiles of"):
         _run([(seqs, _tree(rng, 3), [1, 1, 1])], profile_scoring(PROTEIN))
+
+
+def _mutate(rng, seq: str, p: float) -> str:
+    letters = list("ACDEFGHIKLMNPQRSTVWY")
+    return "".join(str(rng.choice(letters)) if rng.random() < p else c for c in seq)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_two_long_sequences_align_to_each_other_among_many_short_ones(seed):
+    # Two long sequences (x, a domain, y) among 200 copies of the domain alone: their x and y
+    # columns hold under 1% of the weight of the profiles that meet, below the occupancy floor
+    # of ops/colscores.py. Without the floor those columns score 0 or -1 whatever their
+    # residues and the long sequences' x and y go astray (seed 1: 63% of the true pairs).
+    import torchmsa
+
+    rng = np.random.default_rng(seed)
+    letters = list("ACDEFGHIKLMNPQRSTVWY")
+    dom, x, y = ("".join(rng.choice(letters, k)) for k in (60, 80, 80))
+    long1 = _mutate(rng, x, 0.25) + _mutate(rng, dom, 0.2) + _mutate(rng, y, 0.25)
+    long2 = _mutate(rng, x, 0.25)[5:] + _mutate(rng, dom, 0.2) + _mutate(rng, y, 0.25)[:-7]
+    seqs = {"long1": long1, "long2": long2}
+    seqs.update((f"s{k}", _mutate(rng, dom, 0.35)) for k in range(200))
+    aln = torchmsa.align(seqs, device="cpu")
+    rows = dict(zip(aln.names, aln.rows))
+    pairs, i, j = set(), 0, 0
+    for a, b in zip(rows["long1"], rows["long2"]):
+        if a != "-" and b != "-":
+            pairs.add((i, j))
+        i, j = i + (a != "-"), j + (b != "-")
+    truth = {(k, k - 5) for k in range(5, len(long1) - 7)}
+    assert len(pairs & truth) >= 0.95 * len(truth)

@@ -2,6 +2,7 @@ import numpy as np
 import torch
 
 from torchmsa.alphabet import PROTEIN, encode
+from torchmsa.cpu.dp_rows import OCC_SHIFT
 from torchmsa.pipeline import profile_scoring
 from torchmsa.progressive import quantize_weights
 from torchmsa.refine import partitions, refine
@@ -97,11 +98,12 @@ def _oracle_side(rows, codes, weights, n_alpha, gap_open, terminal):
             total += weights[r] if left and right else 0
         both.append(total)
     num, den = terminal
-    cost = [gap_open * x // w for x in both]
+    floor = w >> OCC_SHIFT  # the occupancy floor (ops/colscores.py)
+    cost = [gap_open * (max(x, floor) if x > 0 else 0) // w for x in both]
     cost = [c * num // den if b in (0, n) else c for b, c in enumerate(cost)]
     close = [c // 2 for c in cost]
     opening = [c - h for c, h in zip(cost, close)]
-    res = [0] + [sum(p) * 256 // w for p in prof]
+    res = [0] + [max(sum(p) * 256 // w, 256 >> OCC_SHIFT) for p in prof]
     return keep, prof, w, opening, close, res
 
 

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP, RES_ONE
+from torchmsa.cpu.dp_rows import OCC_SHIFT
 from torchmsa.errors import ResourceError
 from torchmsa.ops.colscores import batched_column_scores
 from torchmsa.ops.kmer_stream import memory_budget
@@ -120,21 +121,27 @@ def open_costs(
         group_w: ``int64 [B]`` total weight of the boundary's profile.
         ends: ``bool [B]`` True at a profile's first and last boundary (terminal gaps).
         scoring: gives ``gap_open`` and the terminal factor.
+
+    A boundary that some but fewer than ``group_w / 2^OCC_SHIFT`` of the weight crosses costs
+    as if that much did (the occupancy floor of ``ops/colscores.py``).
     """
+    both = torch.where(both > 0, torch.maximum(both, group_w >> OCC_SHIFT), both)
     cost = (scoring.gap_open * both) // group_w
     num, den = scoring.terminal
     return torch.where(ends, cost * num // den, cost).to(torch.int32)
 
 
 def residue_factors(col_weight: torch.Tensor, group_w: torch.Tensor) -> torch.Tensor:
-    """``int32`` residue factors ``floor(RES_ONE * column residue weight / group weight)``.
+    """``int32`` residue factors ``floor(RES_ONE * column residue weight / group weight)``, at
+    least ``RES_ONE >> OCC_SHIFT`` (the occupancy floor of ``ops/colscores.py``).
 
     Arguments:
         col_weight: ``float64 [C]`` weight of the sequences with a residue in each column (an
-            exact integer).
+            exact integer, above 0).
         group_w: ``int64 [C]`` total weight of each column's profile.
     """
-    return (col_weight.to(torch.int64) * RES_ONE // group_w).to(torch.int32)
+    res = col_weight.to(torch.int64) * RES_ONE // group_w
+    return res.clamp_min_(RES_ONE >> OCC_SHIFT).to(torch.int32)
 
 
 def split_cost(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -330,6 +337,7 @@ def _cpu_run(st: _Nodes, levels: list[np.ndarray], bound: np.ndarray, scoring: P
         int(scoring.gap_extend),
         int(num),
         int(den),
+        OCC_SHIFT,
         new_col,
     )
     parents = pairs[:, 2]

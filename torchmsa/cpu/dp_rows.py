@@ -26,6 +26,10 @@ E_EXT, F_EXT = 4, 8
 SCAN_LIMIT = 1 << 28
 RES_SHIFT = 8
 RES_ONE = 1 << RES_SHIFT
+# Profile alignment treats a column (or boundary) whose residue fraction is below
+# 2^-OCC_SHIFT as if it were that fraction: see ops/colscores.py. (cpu/merge.py takes it as
+# an argument, so numba's on-disk caches never hold a stale value.)
+OCC_SHIFT = 5
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -3,8 +3,9 @@
 ``merge_nodes`` does for each node pair what ``torchmsa/progressive.py`` does for a whole level
 with tensor operations, with the same integers: child profiles (leaves from their codes, inner
 nodes from the pool), boundary gap costs and residue factors, column scores
-``floor(P_a M P_bᵀ / (w_a w_b))`` in int64 (the float64 matrix products of the batched path are
-exact, so both give the exact floor), the DP of ``cpu/dp.py`` and the merge of profiles and
+``floor(P_a M P_bᵀ / (d_a d_b))`` (``ops/colscores.py``: ``d = min(w, r 2^OCC_SHIFT)``) in
+int64 (the float64 matrix products of the batched path are exact, so both give the exact
+floor), the DP of ``cpu/dp.py`` and the merge of profiles and
 boundary weights through the traceback.
 """
 
@@ -37,26 +38,39 @@ def _child(x, n, weight, n_leaves, seq_off, codes, prof_pool, both_pool, row, bn
 
 
 @njit(cache=True, nogil=True)
-def _costs(prof, both, weight, gap_open, t_num, t_den):
+def _costs(prof, both, weight, gap_open, t_num, t_den, occ_shift):
     """Opening and closing halves of each boundary's gap cost, and the residue factors."""
     n = prof.shape[0]
     opening = np.empty(n + 1, np.int32)
     closing = np.empty(n + 1, np.int32)
     res = np.zeros(n + 1, np.int32)
     for k in range(n + 1):
-        cost = gap_open * both[k] // weight
+        crossing = both[k]
+        if crossing > 0:
+            crossing = max(crossing, weight >> occ_shift)
+        cost = gap_open * crossing // weight
         if k == 0 or k == n:
             cost = cost * t_num // t_den
         closing[k] = cost // 2
         opening[k] = cost - cost // 2
     for k in range(n):
-        res[k + 1] = prof[k].sum() * RES_ONE // weight
+        res[k + 1] = max(prof[k].sum() * RES_ONE // weight, RES_ONE >> occ_shift)
     return opening, closing, res
 
 
 @njit(cache=True, nogil=True)
-def _scores(prof_a, prof_b, matrix, denom):
+def _divisors(prof, weight, occ_shift):
+    """Each column's divisor ``min(weight, r << occ_shift)`` (``ops.colscores``)."""
+    d = np.empty(prof.shape[0], np.int64)
+    for k in range(prof.shape[0]):
+        d[k] = max(min(weight, prof[k].sum() << occ_shift), 1)
+    return d
+
+
+@njit(cache=True, nogil=True)
+def _scores(prof_a, prof_b, matrix, wa, wb, occ_shift):
     n, m, n_alpha = prof_a.shape[0], prof_b.shape[0], matrix.shape[0]
+    da, db = _divisors(prof_a, wa, occ_shift), _divisors(prof_b, wb, occ_shift)
     pm = np.zeros((n, n_alpha), np.int64)
     for i in range(n):
         for p in range(n_alpha):
@@ -69,7 +83,7 @@ def _scores(prof_a, prof_b, matrix, denom):
             raw = np.int64(0)
             for q in range(n_alpha):
                 raw += pm[i, q] * prof_b[j, q]
-            S[i, j] = raw // denom
+            S[i, j] = raw // (da[i] * db[j])
     return S
 
 
@@ -105,6 +119,7 @@ def merge_nodes(
     ext,
     t_num,
     t_den,
+    occ_shift,
     new_col,
 ):
     """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent) in order.
@@ -112,8 +127,9 @@ def merge_nodes(
     Every parent's profile and boundary weights are appended to the pools after
     ``rows_used`` / ``bnds_used``; its columns, weight and pool offsets go to ``cols``,
     ``weights``, ``row``, ``bnd``. ``new_col`` gets, node after node, the parent column of each
-    column of the first child, then of the second. Returns the pools' new ends and the number
-    of ``new_col`` entries written.
+    column of the first child, then of the second. ``occ_shift`` is the occupancy floor's
+    ``OCC_SHIFT`` (``ops/colscores.py``). Returns the pools' new ends and the number of
+    ``new_col`` entries written.
     """
     n_alpha = matrix.shape[0]
     used = 0
@@ -123,9 +139,9 @@ def merge_nodes(
         args = (n_leaves, seq_off, codes, prof_pool, both_pool, row, bnd, n_alpha)
         prof_a, both_a = _child(a, n, wa, *args)
         prof_b, both_b = _child(b, m, wb, *args)
-        oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den)
-        ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den)
-        S = _scores(prof_a, prof_b, matrix, wa * wb)
+        oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
+        ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
+        S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
         ops = np.zeros(n + m, np.uint8)
         width = _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
         map_a = new_col[used : used + n]

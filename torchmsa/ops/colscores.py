@@ -1,33 +1,60 @@
-"""Profile column scores as matrix products, exact, for one pair or a whole batch of pairs."""
+"""Profile column scores as matrix products, exact, for one pair or a whole batch of pairs.
+
+The score of column i of profile a against column j of b is the weighted mean substitution
+score over all pairs of their sequences, gaps scoring 0: ``P_a[i] M P_b[j]ᵀ / (w_a w_b)``,
+except that a column whose residue weight ``r`` is below ``w / 2^OCC_SHIFT`` counts as if its
+residue fraction were ``2^-OCC_SHIFT``: its divisor is ``min(w, r 2^OCC_SHIFT)``
+(:func:`occupancy_divisors`), not ``w``. Scores are integers (floors), and without the floor
+two sparse columns of large profiles (one residue each among thousands of sequences) score
+below one unit: 0 or -1 whatever their residues, so the DP could not tell a good pairing of
+rare long sequences from a bad one. The gap costs facing such columns take the same floor
+(``progressive.open_costs``, ``progressive.residue_factors``), so inside a sparse region the
+DP is a pairwise alignment at ``2^(-2 OCC_SHIFT)`` of full scale instead of vanishing: with
+``OCC_SHIFT`` 5 and the pipeline's 256 units per matrix unit, a quarter of a matrix unit.
+Columns at or above the floor score as before.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-__all__ = ["column_scores", "batched_column_scores", "PAD_SLACK"]
+from torchmsa.cpu.dp_rows import OCC_SHIFT
+
+__all__ = ["column_scores", "batched_column_scores", "occupancy_divisors", "PAD_SLACK"]
 
 PAD_SLACK = 2.0  # a bucket may hold up to this many padded cells per real cell
 CPU_ALONE_CELLS = 1 << 14  # on the CPU a pair this large is scored alone (padding costs more)
 
 
+def occupancy_divisors(row_sums: torch.Tensor, w) -> torch.Tensor:
+    """``float64``: each column's divisor ``min(w, r 2^OCC_SHIFT)`` (at least 1), from its
+    residue weight ``r`` (``row_sums``, exact integers) and its profile's weight ``w`` (a number
+    or a tensor broadcasting against ``row_sums``)."""
+    w = torch.as_tensor(w, dtype=torch.float64, device=row_sums.device)
+    return torch.minimum(row_sums * float(1 << OCC_SHIFT), w).clamp_min_(1.0)
+
+
 def column_scores(
     prof_a: torch.Tensor, prof_b: torch.Tensor, matrix: torch.Tensor, w_a: int, w_b: int
 ) -> torch.Tensor:
-    """``int32 [Ca, Cb]``: ``floor(P_a M P_bᵀ / (w_a w_b))``, exactly.
+    """``int32 [Ca, Cb]``: ``floor(P_a M P_bᵀ / (d_a d_b))`` with the columns' divisors
+    ``d = min(w, r 2^OCC_SHIFT) <= w`` (:func:`occupancy_divisors`), exactly.
 
     ``prof_a``, ``prof_b`` hold integer weight sums (float64 [C, A]) and ``matrix`` integers
     (float64 [A, A], entries below 2^13); with ``w_a + w_b <= 2^20`` every product and partial
-    sum is an integer below 2^51, so the float64 matrix product is exact in any summation order.
-    The quotient is below 2^13 in magnitude, so its rounding error is below 2^-40, while a
-    non-integer quotient lies at least ``1 / (w_a w_b) >= 2^-38`` from an integer: ``floor`` of
-    the correctly rounded division is the exact floor on every IEEE device. The divisor is a
-    tensor on the product's device: PyTorch's CUDA division by a CPU scalar multiplies by the
-    reciprocal instead, which is not always the correctly rounded quotient.
+    sum is an integer below 2^51, so the float64 matrix product is exact in any summation order,
+    and so is ``d_a d_b <= w_a w_b <= 2^38``. The quotient is below 2^13 in magnitude (``r / d
+    <= 1``), so its rounding error is below 2^-40, while a non-integer quotient lies at least
+    ``1 / (d_a d_b) >= 2^-38`` from an integer: ``floor`` of the correctly rounded division is
+    the exact floor on every IEEE device. Divisors are tensors on the product's device:
+    PyTorch's CUDA division by a CPU scalar multiplies by the reciprocal instead, which is not
+    always the correctly rounded quotient.
     """
     raw = (prof_a @ matrix) @ prof_b.T
-    denom = torch.tensor(float(int(w_a) * int(w_b)), dtype=torch.float64, device=raw.device)
-    return torch.floor(raw.div_(denom)).to(torch.int32)
+    d_a = occupancy_divisors(prof_a.sum(1), int(w_a))
+    d_b = occupancy_divisors(prof_b.sum(1), int(w_b))
+    return torch.floor(raw.div_(d_a[:, None] * d_b[None, :])).to(torch.int32)
 
 
 def _buckets(
@@ -94,6 +121,7 @@ def batched_column_scores(
     total = int(cells_h.sum())
     S = torch.empty(total + 1, dtype=torch.int32, device=device)  # slot `total`: a dump
     padded = torch.cat([prof, prof.new_zeros(1, prof.shape[1])])
+    sums = padded.sum(1)
     zero_row = prof.shape[0]
     pm = prof @ matrix
     pm = torch.cat([pm, pm.new_zeros(1, pm.shape[1])])
@@ -118,8 +146,9 @@ def batched_column_scores(
         rows_a = torch.where(ia < nb, off_a[idx][:, None] + ia, zero_row)
         rows_b = torch.where(ib < mb, off_b[idx][:, None] + ib, zero_row)
         raw = torch.bmm(pm[rows_a], padded[rows_b].transpose(1, 2))
-        denom = (w_a[idx] * w_b[idx]).to(torch.float64)[:, None, None]
-        vals = torch.floor(raw.div_(denom)).to(torch.int32)
+        d_a = occupancy_divisors(sums[rows_a], w_a[idx][:, None])
+        d_b = occupancy_divisors(sums[rows_b], w_b[idx][:, None])
+        vals = torch.floor(raw.div_(d_a[:, :, None] * d_b[:, None, :])).to(torch.int32)
         if device.type == "cuda":  # one scatter beats a launch per pair
             valid = (ia[None, :, None] < nb[:, :, None]) & (ib[None, None, :] < mb[:, None, :])
             dest = s_off[idx][:, None, None] + ia[None, :, None] * mb[:, :, None]
