@@ -307,9 +307,11 @@ def test_a_merge_larger_than_memory_is_a_resource_error(monkeypatch):
         _run([(seqs, _tree(rng, 3), [1, 1, 1])], profile_scoring(PROTEIN))
 
 
+AMINO = list("ACDEFGHIKLMNPQRSTVWY")
+
+
 def _mutate(rng, seq: str, p: float) -> str:
-    letters = list("ACDEFGHIKLMNPQRSTVWY")
-    return "".join(str(rng.choice(letters)) if rng.random() < p else c for c in seq)
+    return "".join(str(rng.choice(AMINO)) if rng.random() < p else c for c in seq)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -321,8 +323,7 @@ def test_two_long_sequences_align_to_each_other_among_many_short_ones(seed):
     import torchmsa
 
     rng = np.random.default_rng(seed)
-    letters = list("ACDEFGHIKLMNPQRSTVWY")
-    dom, x, y = ("".join(rng.choice(letters, k)) for k in (60, 80, 80))
+    dom, x, y = ("".join(rng.choice(AMINO, k)) for k in (60, 80, 80))
     long1 = _mutate(rng, x, 0.25) + _mutate(rng, dom, 0.2) + _mutate(rng, y, 0.25)
     long2 = _mutate(rng, x, 0.25)[5:] + _mutate(rng, dom, 0.2) + _mutate(rng, y, 0.25)[:-7]
     seqs = {"long1": long1, "long2": long2}

@@ -5,8 +5,8 @@ with tensor operations, with the same integers: child profiles (leaves from thei
 nodes from the pool), boundary gap costs and residue factors, column scores
 ``floor(P_a M P_bᵀ / (d_a d_b))`` (``ops/colscores.py``: ``d = min(w, r 2^OCC_SHIFT)``) in
 int64 (the float64 matrix products of the batched path are exact, so both give the exact
-floor), the DP of ``cpu/dp.py`` and the merge of profiles and
-boundary weights through the traceback.
+floor), the DP of ``cpu/dp.py`` and the merge of profiles and boundary weights through the
+traceback.
 """
 
 from __future__ import annotations
