@@ -319,7 +319,7 @@ def test_two_long_sequences_align_to_each_other_among_many_short_ones(seed):
     # Two long sequences (x, a domain, y) among 200 copies of the domain alone: their x and y
     # columns hold under 1% of the weight of the profiles that meet, below the occupancy floor
     # of ops/colscores.py. Without the floor those columns score 0 or -1 whatever their
-    # residues and the long sequences' x and y go astray (seed 1: 63% of the true pairs).
+    # residues and the long sequences' x and y go astray.
     import torchmsa
 
     rng = np.random.default_rng(seed)
