@@ -1,7 +1,8 @@
 """Where an alignment's time goes: synchronised wall clock per pipeline stage, on one device.
 
     python -m benchmarks.stages [--cases balifam10000:PF00202:default,...] [--device cuda]
-        [--cpu-level-cells 0,131072,...] [--name stages] [--out DIR]
+        [--cpu-level-cells 0,131072,...] [--host-cells -1,4194304,...] [--name stages]
+        [--out DIR]
 
 Each case is aligned once untimed (compiles land in the on-disk caches), then once with a
 timer around the stages (``torch.cuda.synchronize`` before and after each, so a stage's time
@@ -12,7 +13,9 @@ taken apart: LCS lengths, their distances and single linkage; the k-mer distance
 on the host (``build_tree``'s loop) or on the device (``tree_from_tensor``), its copy to the
 host, and the clustering. ``--cpu-level-cells`` times each case under several values of
 ``progressive.CPU_LEVEL_CELLS`` (on a GPU, levels of at most that many DP cells run on the CPU)
-and checks that the alignment stays the same.
+and ``--host-cells`` under several values of ``refine.HOST_CELLS`` (on a GPU, refinement's edge
+evaluations of at most that many cells per host thread run in numba on the CPU); either checks
+that the alignment stays the same.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ STAGES = (
     ("torchmsa.consistency", "local_library"),
     ("torchmsa.refine", "refine"),
     ("torchmsa.refine", "evaluate_partitions"),
+    ("torchmsa.refine", "_Host.evaluate"),
+    ("torchmsa.pipeline", "_accurate_group"),
+    ("torchmsa.progressive", "progressive_align"),
 )
 TREE_PARTS_MAX_N = 20_000  # the full-matrix trees' steps need 8 N^2 bytes of distances
 
@@ -65,12 +71,14 @@ class StageClock:
     def __enter__(self):
         import importlib
 
-        for mod_name, fn in STAGES:
+        for mod_name, name in STAGES:
             mod = importlib.import_module(mod_name)
-            orig = getattr(mod, fn)
-            label = f"{mod_name.split('.')[-1]}.{fn}"
-            setattr(mod, fn, self._timed(orig, label))
-            self._saved.append((mod, fn, orig))
+            owner_name, _, fn = name.rpartition(".")
+            owner = getattr(mod, owner_name) if owner_name else mod
+            orig = getattr(owner, fn)
+            label = f"{mod_name.split('.')[-1]}.{name}"
+            setattr(owner, fn, self._timed(orig, label))
+            self._saved.append((owner, fn, orig))
         return self
 
     def __exit__(self, *exc):
@@ -152,20 +160,31 @@ def main(argv=None) -> int:
         help="comma list of progressive.CPU_LEVEL_CELLS values to time each case under (the "
         "alignments must not change)",
     )
+    ap.add_argument(
+        "--host-cells",
+        default=None,
+        help="comma list of refine.HOST_CELLS values to time each case under (the alignments "
+        "must not change)",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     device = torch.device(args.device)
     rows = []
-    from torchmsa import progressive
+    from torchmsa import progressive, refine
 
-    sweep = [None] if args.cpu_level_cells is None else args.cpu_level_cells.split(",")
-    default_cells = progressive.CPU_LEVEL_CELLS
+    default_cells, default_host = progressive.CPU_LEVEL_CELLS, refine.HOST_CELLS
+    sweep = [(None, None)]
+    if args.cpu_level_cells is not None:
+        sweep = [(int(c), None) for c in args.cpu_level_cells.split(",")]
+    if args.host_cells is not None:
+        sweep = [(c, int(h)) for c, _ in sweep for h in args.host_cells.split(",")]
     for spec in args.cases.split(","):
         dataset, case, mode = spec.split(":")
         path = _input(dataset, case)
         first = None
-        for cells in sweep:
-            progressive.CPU_LEVEL_CELLS = default_cells if cells is None else int(cells)
+        for cells, host in sweep:
+            progressive.CPU_LEVEL_CELLS = default_cells if cells is None else cells
+            refine.HOST_CELLS = default_host if host is None else host
             torchmsa.align(path, device=device, mode=mode)
             with StageClock(device) as clock:
                 wall, aln = _clock(
@@ -174,16 +193,17 @@ def main(argv=None) -> int:
             if first is None:
                 first = aln.codes.cpu()
             elif not torch.equal(first, aln.codes.cpu()):
-                raise RuntimeError(f"{spec}: CPU_LEVEL_CELLS={cells} changed the alignment")
+                raise RuntimeError(f"{spec}: {cells}, {host} cells changed the alignment")
             base = {"dataset": dataset, "case": case, "mode": mode, "n": len(aln.names)}
             base["width"] = aln.codes.shape[1]
             base["cpu_level_cells"] = progressive.CPU_LEVEL_CELLS
+            base["host_cells"] = refine.HOST_CELLS
             rows.append({**base, "stage": "whole alignment", "seconds": round(wall, 4), "calls": 1})
             for label, seconds in clock.seconds.most_common():
                 rows.append({**base, "stage": label, "seconds": round(seconds, 4)})
                 rows[-1]["calls"] = clock.calls[label]
-            print(f"== {spec} cells {progressive.CPU_LEVEL_CELLS}: {wall:.2f} s", flush=True)
-        progressive.CPU_LEVEL_CELLS = default_cells
+            print(f"== {spec} cells {cells}, host {host}: {wall:.2f} s", flush=True)
+        progressive.CPU_LEVEL_CELLS, refine.HOST_CELLS = default_cells, default_host
         if 5000 <= len(aln.names) <= TREE_PARTS_MAX_N:
             rows += [{**base, **r} for r in tree_parts(path, device)]
     header = (

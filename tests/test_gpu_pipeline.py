@@ -103,3 +103,37 @@ def test_levels_on_the_gpu_the_cpu_or_both_give_the_same_alignments(monkeypatch,
         g = torchmsa.align(path, device="cuda", mode="default")
         assert torch.equal(g.codes.cpu(), c.codes), path
     assert (used["_cpu_run"] > 0) == (cells != -1) and (used["_level"] > 0) == (cells != 1 << 40)
+
+
+@needs_cuda
+@pytest.mark.parametrize("cells", [-1, None, 1 << 40])
+def test_refinement_on_the_gpu_the_host_or_both_gives_the_same_alignments(monkeypatch, cells):
+    # by default small edge evaluations run in numba on the host, larger ones batched on the
+    # GPU; here also every evaluation on one side
+    from torchmsa import refine
+
+    data = _balibase()
+    if data is None:
+        pytest.skip("BAliBASE data not found")
+    paths = [str(p) for p in sorted(data.glob("*.in.fasta"))[5::24]]
+    want = {m: torchmsa.align_many(paths, device="cpu", mode=m) for m in ("default", "accurate")}
+    if cells is not None:
+        monkeypatch.setattr(refine, "HOST_CELLS", cells)
+    used = {"host": 0, "gpu": 0}
+    real_host, real_gpu = refine._Host.evaluate, refine.evaluate_partitions
+
+    def on_host(*args, **kwargs):
+        used["host"] += 1
+        return real_host(*args, **kwargs)
+
+    def on_gpu(*args, **kwargs):
+        used["gpu"] += 1
+        return real_gpu(*args, **kwargs)
+
+    monkeypatch.setattr(refine._Host, "evaluate", on_host)
+    monkeypatch.setattr(refine, "evaluate_partitions", on_gpu)
+    for mode, cpu in want.items():
+        for path, c in zip(paths, cpu):
+            g = torchmsa.align(path, device="cuda", mode=mode)
+            assert torch.equal(g.codes.cpu(), c.codes), (mode, path)
+    assert (used["host"] > 0) == (cells != -1) and (used["gpu"] > 0) == (cells != 1 << 40)

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 
 from torchmsa.alphabet import PROTEIN, encode
@@ -107,11 +108,12 @@ def _oracle_side(rows, codes, weights, n_alpha, gap_open, terminal):
     return keep, prof, w, opening, close, res
 
 
-def test_batched_partition_evaluation_matches_a_plain_python_oracle():
+@pytest.mark.parametrize("evaluator", ["batched", "numba"])
+def test_partition_evaluation_matches_a_plain_python_oracle(evaluator):
     from tests import oracles
     from torchmsa.consistency import Library
     from torchmsa.cpu import dp as cpu_dp
-    from torchmsa.refine import _State, evaluate_partitions
+    from torchmsa.refine import _Host, _State, evaluate_partitions
 
     rng = np.random.default_rng(11)
     n, width = 6, 14
@@ -120,6 +122,7 @@ def test_batched_partition_evaluation_matches_a_plain_python_oracle():
     codes[0, :] = np.where(codes[0] == GAP, 3, codes[0])  # no all-gap column
     codes[3, :] = GAP  # an empty row
     weights = [int(x) for x in rng.integers(1, 40, n)]
+    weights[2] = 400  # columns without row 2 fall under the occupancy floor of its groups
     residues = [[c for c in range(width) if codes[r, c] != GAP] for r in range(n)]
     ent = []
     for _ in range(40):
@@ -133,6 +136,8 @@ def test_batched_partition_evaluation_matches_a_plain_python_oracle():
     )
     w_t = torch.tensor(weights)
     lib_val = lib.w * w_t[lib.x] * w_t[lib.y]
+    rows = torch.arange(len(sides))
+    floored = 0
     for cw, extend in ((0, None), (9, None), (9, 1.5)):
         scoring = profile_scoring(PROTEIN, gap_extend=extend)
         mat = scoring.matrix.tolist()
@@ -144,7 +149,11 @@ def test_batched_partition_evaluation_matches_a_plain_python_oracle():
             lib if cw else None,
             lib_val,
         )
-        diffs, w_a, w_b, ops = evaluate_partitions(st, sides, scoring, "cpu", cw)
+        if evaluator == "batched":
+            diffs, w_a, w_b, ops = evaluate_partitions(st, sides, scoring, "cpu", cw)
+        else:
+            host = _Host(sides, w_t, scoring, GAP, lib if cw else None, cw)
+            diffs, w_a, w_b, ops = host.evaluate(torch.tensor(codes, dtype=torch.uint8), rows)
         for k, side in enumerate(sides.tolist()):
             rows_a = [r for r in range(n) if side[r]]
             rows_b = [r for r in range(n) if not side[r]]
@@ -158,10 +167,14 @@ def test_batched_partition_evaluation_matches_a_plain_python_oracle():
                 cx, cy = residues[x][i], residues[y][j]
                 a_col, b_col = (cx, cy) if side[x] else (cy, cx)
                 cons[ka.index(a_col)][kb.index(b_col)] += w * weights[x] * weights[y]
+            # column divisors: the occupancy floor of ops/colscores.py
+            da = [max(min(wa, sum(p) << OCC_SHIFT), 1) for p in pa]
+            db = [max(min(wb, sum(p) << OCC_SHIFT), 1) for p in pb]
+            floored += sum(d < wa for d in da) + sum(d < wb for d in db)
             S = [
                 [
                     sum(pa[i][p] * mat[p][q] * pb[j][q] for p in range(20) for q in range(20))
-                    // (wa * wb)
+                    // (da[i] * db[j])
                     + cw * cons[i][j] // (wa * wb)
                     for j in range(len(kb))
                 ]
@@ -177,3 +190,44 @@ def test_batched_partition_evaluation_matches_a_plain_python_oracle():
             assert diffs[k] == best - now
             new = ops[k].numpy()
             assert cpu_dp.path_score(S_np, *arrays, ext, new, new.size) == best
+    assert floored  # the oracle's floor was exercised
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_numba_edge_evaluation_equals_the_batched_one(seed):
+    """Every edge of a tree, with and without a library: the same gains, weights and paths."""
+    from torchmsa.consistency import Library
+    from torchmsa.refine import _Host, _State, evaluate_partitions
+
+    rng = np.random.default_rng(seed)
+    n, width = 12, 60
+    codes = rng.integers(0, 20, (n, width))
+    codes[rng.random((n, width)) < 0.4] = GAP
+    codes[:, rng.random(width) < 0.3] = GAP  # gappy regions
+    codes[1, :] = GAP  # an empty row: its leaf edge has a group without columns
+    codes[0] = np.where((codes == GAP).all(0), 5, codes[0])  # no all-gap column
+    tree = _tree(n, seed)
+    parts = partitions(tree)
+    sides = torch.zeros(len(parts), n, dtype=torch.bool)
+    for k, p in enumerate(parts):
+        sides[k, torch.tensor(p, dtype=torch.int64)] = True
+    weights = quantize_weights(tree.weights())
+    weights[3] *= 60  # a heavy row puts the others' columns under the occupancy floor
+    residues = [np.flatnonzero(codes[r] != GAP) for r in range(n)]
+    ent = []
+    for _ in range(300):
+        x, y = sorted(rng.choice([r for r in range(n) if r != 1], 2, replace=False))
+        i, j = rng.integers(len(residues[x])), rng.integers(len(residues[y]))
+        ent.append((int(x), int(i), int(y), int(j), int(rng.integers(1, 65))))
+    lib = Library(*(torch.tensor(v) for v in zip(*ent)), dist=np.zeros((n, n)))
+    scoring = profile_scoring(PROTEIN)
+    t = torch.tensor(codes, dtype=torch.uint8)
+    for cw in (0, 16):
+        used = lib if cw else None
+        lib_val = lib.w * weights[lib.x] * weights[lib.y]
+        st = _State(t, weights, GAP, scoring.matrix.shape[0], used, lib_val)
+        want = evaluate_partitions(st, sides, scoring, "cpu", cw)
+        got = _Host(sides, weights, scoring, GAP, used, cw).evaluate(t, torch.arange(len(sides)))
+        assert got[:3] == want[:3]
+        assert all(torch.equal(a, b) for a, b in zip(got[3], want[3]))
+        assert any(d > 0 for d in want[0])  # some edge gains: the paths are not all the old

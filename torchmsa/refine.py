@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 import torch
 
 from torchmsa.consistency import Library
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
-from torchmsa.cpu.dp_rows import RES_SHIFT
+from torchmsa.cpu.dp_rows import OCC_SHIFT, RES_SHIFT
+from torchmsa.cpu.refine import entries_by_row, evaluate_edges
 from torchmsa.ops.colscores import batched_column_scores
 from torchmsa.ops.kmer_stream import memory_budget
 from torchmsa.ops.profile import profile_align
@@ -38,9 +40,11 @@ FOLLOW_UPS = 8
 CELL_BYTES = 48  # device bytes per DP cell of a batch: scores, consistency sums, DP buffers
 DENSE_ELEMENTS = 1 << 23  # elements of one [edges, N, C] (or [edges, entries]) step
 MAX_BATCH_CELLS = 1 << 27
-# On a GPU, an evaluation of at most this many edges x columns² runs on the CPU: small pieces
-# cost more in launches than in arithmetic (work shared between host and device, seed 004).
-HOST_CELLS = 1 << 20
+# On a GPU, an evaluation runs on the CPU, edge by edge in numba over the host's threads, when
+# (edges per thread) x columns² is at most this: small pieces cost more in launches than in
+# arithmetic (work shared between host and device, seed 004). On the CPU every evaluation runs
+# so.
+HOST_CELLS = 1 << 22
 
 
 def partitions(tree) -> list[np.ndarray]:
@@ -351,19 +355,21 @@ def refine(
         codes = codes[:, live]
     if library is not None and not len(library):
         library = None
-    places = {device: _Place(device, sides, weights, library)}
-    host_cells = HOST_CELLS if device.type == "cuda" else 0
+    host = _Host(sides, weights, scoring, gap, library, consistency_weight)
+    places = {}
+    on_gpu = device.type == "cuda"
+    threads = numba.get_num_threads()
 
     def evaluate(codes, rows):
-        """``rows`` edges against ``codes``: on the host when the work is small."""
+        """``rows`` edges against ``codes``: on the host, edge by edge, when the work is small."""
         width = codes.shape[1]
-        where = torch.device("cpu") if len(rows) * width * width <= host_cells else device
-        if where not in places:
-            places[where] = _Place(where, sides, weights, library)
-        at = places[where]
-        st = _State(codes.to(where), at.weights, gap, scoring.matrix.shape[0], at.lib, at.lib_val)
-        impl = backend if where == device else "cpu"
-        return evaluate_partitions(st, at.sides[rows], scoring, impl, consistency_weight)
+        if not on_gpu or -(-len(rows) // threads) * width * width <= HOST_CELLS:
+            return host.evaluate(codes, rows)
+        if device not in places:
+            places[device] = _Place(device, sides, weights, library)
+        at = places[device]
+        st = _State(codes, at.weights, gap, scoring.matrix.shape[0], at.lib, at.lib_val)
+        return evaluate_partitions(st, at.sides[rows], scoring, backend, consistency_weight)
 
     applied = 0
     every = torch.arange(len(parts))
@@ -377,12 +383,12 @@ def refine(
         ]
         if not order:
             break
-        codes = _apply(codes, places[device].sides[order[0]], ops[order[0]], gap)
+        codes = _apply(codes, host.side(order[0], device), ops[order[0]], gap)
         applied += 1
         for k in order[1 : 1 + FOLLOW_UPS]:
             diff, _, _, one = evaluate(codes, every[k : k + 1])
             if diff[0] > 0:
-                codes = _apply(codes, places[device].sides[k], one[0], gap)
+                codes = _apply(codes, host.side(k, device), one[0], gap)
                 applied += 1
     return codes, applied
 
@@ -400,3 +406,58 @@ class _Place:
                 library.dist,
             )
             self.lib_val = self.lib.w * self.weights[self.lib.x] * self.weights[self.lib.y]
+
+
+class _Host:
+    """A refinement's edges, weights, scoring and library as host arrays for
+    :func:`torchmsa.cpu.refine.evaluate_edges`."""
+
+    def __init__(self, sides, weights, scoring, gap, library, consistency_weight):
+        self.sides = sides.numpy()
+        self.weights = weights.cpu().to(torch.int64).numpy()
+        self.matrix = scoring.matrix.cpu().numpy().astype(np.int64)
+        num, den = scoring.terminal
+        self.params = (
+            int(gap),
+            int(scoring.gap_open),
+            int(scoring.gap_extend),
+            int(num),
+            int(den),
+            OCC_SHIFT,
+        )
+        if library is None:
+            lib, val = np.zeros((4, 0), np.int64), np.zeros(0, np.int64)
+        else:
+            lib = np.stack(
+                [
+                    t.cpu().to(torch.int64).numpy()
+                    for t in (library.x, library.i, library.y, library.j)
+                ]
+            )
+            val = (
+                library.w.cpu().to(torch.int64).numpy()
+                * self.weights[lib[0]]
+                * self.weights[lib[2]]
+            )
+        self.lib = entries_by_row(lib, val, len(self.weights))
+        self.cw = int(consistency_weight) if library is not None else 0
+
+    def side(self, k, device):
+        return torch.from_numpy(self.sides[k]).to(device)
+
+    def evaluate(self, codes, rows):
+        """As :func:`evaluate_partitions` for edges ``rows`` (``int64`` tensor) of ``codes``."""
+        host = np.ascontiguousarray(codes.cpu().numpy())
+        sides = self.sides[rows.numpy()]
+        info = np.empty((len(sides), 4), np.int64)
+        ops = np.empty((len(sides), 2 * host.shape[1]), np.uint8)
+        evaluate_edges(
+            host, self.weights, sides, self.matrix, *self.params, *self.lib, self.cw, info, ops
+        )
+        out = torch.from_numpy(ops)
+        return (
+            info[:, 0].tolist(),
+            info[:, 1].tolist(),
+            info[:, 2].tolist(),
+            [out[k, : info[k, 3]] for k in range(len(sides))],
+        )

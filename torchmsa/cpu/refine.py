@@ -1,0 +1,264 @@
+"""Refinement's edge evaluations one edge at a time in numba, for pieces too small for batches.
+
+``evaluate_edges`` does for each edge what ``torchmsa/refine.py``'s ``evaluate_partitions``
+does for a whole batch with tensor operations, with the same integers: the two groups' kept
+columns, profiles and boundary weights, their gap costs and residue factors
+(``progressive.open_costs``, ``progressive.residue_factors``), the column scores
+``floor(P_a M P_bᵀ / (d_a d_b))`` with the occupancy divisors of ``ops/colscores.py``, the
+consistency tile (each touched cell's library sum times the weight, floored per cell), the
+score of the current path (``cpu.dp.path_score``) and the DP of ``cpu/dp.py``. Edges are
+independent, so they run in parallel; each writes only its own outputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP, _profile_align, path_score
+from torchmsa.cpu.merge import _costs
+
+__all__ = ["evaluate_edges", "entries_by_row", "residue_columns"]
+
+
+def entries_by_row(lib: np.ndarray, val: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(by_row int64 [4, 2E], row_ptr int64 [N + 1])``: every library entry under both its
+    rows, rows one after another: column t of row r's range ``row_ptr[r] : row_ptr[r + 1]``
+    holds the other row, the residue index in r, the residue index in the other row and the
+    entry's value. ``lib int64 [4, E]`` holds each entry's ``x, i, y, j``."""
+    x, i, y, j = lib
+    rows = np.concatenate([x, y])
+    order = np.argsort(rows, kind="stable")
+    by_row = np.stack(
+        [np.concatenate(p)[order] for p in ((y, x), (i, j), (j, i), (val, val))]
+    ).astype(np.int64)
+    row_ptr = np.searchsorted(rows[order], np.arange(n_rows + 1)).astype(np.int64)
+    return np.ascontiguousarray(by_row), row_ptr
+
+
+@njit(cache=True, nogil=True)
+def residue_columns(codes, gap):
+    """``(col int64 [residues], seq_off int64 [N + 1])``: the column of every residue of every
+    row, rows one after another."""
+    n, width = codes.shape
+    seq_off = np.zeros(n + 1, np.int64)
+    for r in range(n):
+        count = 0
+        for c in range(width):
+            if codes[r, c] != gap:
+                count += 1
+        seq_off[r + 1] = seq_off[r] + count
+    col = np.empty(seq_off[n], np.int64)
+    for r in range(n):
+        k = seq_off[r]
+        for c in range(width):
+            if codes[r, c] != gap:
+                col[k] = c
+                k += 1
+    return col, seq_off
+
+
+@njit(cache=True, nogil=True)
+def _group(codes, weights, side, want, gap, n_alpha):
+    """Group ``want`` of an edge: ``(kept columns, sub-alignment index of every kept column,
+    profile int64 [n, A], boundary weights int64 [n + 1], weight)``."""
+    n_rows, width = codes.shape
+    has = np.zeros(width, np.bool_)
+    for r in range(n_rows):
+        if side[r] == want:
+            for c in range(width):
+                if codes[r, c] != gap:
+                    has[c] = True
+    kept = np.nonzero(has)[0]
+    n = kept.size
+    index = np.zeros(width, np.int64)
+    for k in range(n):
+        index[kept[k]] = k
+    prof = np.zeros((n, n_alpha), np.int64)
+    both = np.zeros(n + 1, np.int64)
+    w = 0
+    for r in range(n_rows):
+        if side[r] != want:
+            continue
+        wr = weights[r]
+        w += wr
+        before = True  # the outside counts as residue
+        for k in range(n):
+            x = codes[r, kept[k]]
+            here = x != gap
+            if here and x < n_alpha:
+                prof[k, x] += wr
+            if here and before:
+                both[k] += wr
+            before = here
+        if before and n > 0:
+            both[n] += wr
+    return kept, index, prof, both, w
+
+
+@njit(cache=True, nogil=True)
+def _divisors(prof, weight, occ_shift):
+    d = np.empty(prof.shape[0], np.float64)
+    for k in range(prof.shape[0]):
+        d[k] = max(min(weight, prof[k].sum() << occ_shift), 1)
+    return d
+
+
+@njit(cache=True, nogil=True)
+def _scores(prof_a, prof_b, matrix, wa, wb, occ_shift):
+    """``int32 [n, m]`` column scores. Every product and partial sum is an integer below 2^53
+    (``ops/colscores.py``), so the float64 loops are exact and the floor of the correctly
+    rounded quotient is the exact floor; float64 lets the inner loop vectorise."""
+    n, m, n_alpha = prof_a.shape[0], prof_b.shape[0], matrix.shape[0]
+    da, db = _divisors(prof_a, wa, occ_shift), _divisors(prof_b, wb, occ_shift)
+    pm = np.zeros((n, n_alpha), np.float64)
+    for i in range(n):
+        for p in range(n_alpha):
+            if prof_a[i, p] != 0:
+                for q in range(n_alpha):
+                    pm[i, q] += prof_a[i, p] * matrix[p, q]
+    pbt = np.empty((n_alpha, m), np.float64)
+    for j in range(m):
+        for q in range(n_alpha):
+            pbt[q, j] = prof_b[j, q]
+    S = np.empty((n, m), np.int32)
+    raw = np.empty(m, np.float64)
+    for i in range(n):
+        raw[:] = 0.0
+        for q in range(n_alpha):
+            v = pm[i, q]
+            if v != 0.0:
+                for j in range(m):
+                    raw[j] += v * pbt[q, j]
+        for j in range(m):
+            S[i, j] = np.int32(np.floor(raw[j] / (da[i] * db[j])))
+    return S
+
+
+@njit(cache=True, nogil=True)
+def _one_edge(
+    codes,
+    weights,
+    side,
+    matrix,
+    gap,
+    gap_open,
+    ext,
+    t_num,
+    t_den,
+    occ_shift,
+    by_row,
+    row_ptr,
+    col,
+    seq_off,
+    cweight,
+    ops,
+):
+    """``(DP optimum - current path's score, w_a, w_b, n_ops)`` of one edge; its ops to ``ops``."""
+    n_alpha = matrix.shape[0]
+    kept_a, idx_a, prof_a, both_a, wa = _group(codes, weights, side, True, gap, n_alpha)
+    kept_b, idx_b, prof_b, both_b, wb = _group(codes, weights, side, False, gap, n_alpha)
+    n, m = kept_a.size, kept_b.size
+    oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
+    ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
+    S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
+    if by_row.shape[1] and n and m:
+        tile = np.zeros((n, m), np.int64)
+        # the entries between the groups, each found once from its end in the smaller group
+        rows_a = 0
+        for r in range(side.size):
+            rows_a += side[r]
+        small = rows_a <= side.size - rows_a
+        for r in range(side.size):
+            if side[r] != small:
+                continue
+            in_a, base = side[r], seq_off[r]
+            for t in range(row_ptr[r], row_ptr[r + 1]):
+                other = by_row[0, t]
+                if side[other] == small:
+                    continue
+                here = col[base + by_row[1, t]]
+                there = col[seq_off[other] + by_row[2, t]]
+                if in_a:
+                    tile[idx_a[here], idx_b[there]] += by_row[3, t]
+                else:
+                    tile[idx_a[there], idx_b[here]] += by_row[3, t]
+        denom = wa * wb
+        for i in range(n):
+            for j in range(m):
+                if tile[i, j] != 0:
+                    S[i, j] += np.int32((tile[i, j] * cweight) // denom)
+    # the current path: every column is in A, in B or in both (no column is all gaps)
+    width = codes.shape[1]
+    old = np.empty(width, np.uint8)
+    k = 0
+    ia = ib = 0
+    for c in range(width):
+        in_a = ia < n and kept_a[ia] == c
+        in_b = ib < m and kept_b[ib] == c
+        if in_a and in_b:
+            old[k] = OP_MATCH
+        elif in_a:
+            old[k] = OP_UP
+        elif in_b:
+            old[k] = OP_LEFT
+        else:
+            continue
+        ia += in_a
+        ib += in_b
+        k += 1
+    now = path_score(S, oa, ca, ob, cb, ra, rb, ext, old, k)
+    best, n_ops = _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[:2]
+    return best - now, wa, wb, n_ops
+
+
+@njit(cache=True, parallel=True)
+def evaluate_edges(
+    codes,
+    weights,
+    sides,
+    matrix,
+    gap,
+    gap_open,
+    ext,
+    t_num,
+    t_den,
+    occ_shift,
+    by_row,
+    row_ptr,
+    cweight,
+    info,
+    ops,
+):
+    """Evaluates the edges ``sides bool [K, N]`` (True: group A) against ``codes uint8 [N, C]``.
+
+    ``weights`` are the rows' int64 weights, ``matrix`` the int64 substitution scores. The
+    library's entries (possibly none) are listed under each of their rows (``by_row``,
+    ``row_ptr``: :func:`entries_by_row`); their values are added times ``cweight``.
+    ``info int64 [K, 4]`` gets ``(DP optimum - current score, w_a, w_b, n_ops)`` and
+    ``ops uint8 [K, 2C]`` the new paths.
+    """
+    col, seq_off = residue_columns(codes, gap)
+    for k in prange(sides.shape[0]):
+        d, wa, wb, n_ops = _one_edge(
+            codes,
+            weights,
+            sides[k],
+            matrix,
+            gap,
+            gap_open,
+            ext,
+            t_num,
+            t_den,
+            occ_shift,
+            by_row,
+            row_ptr,
+            col,
+            seq_off,
+            cweight,
+            ops[k],
+        )
+        info[k, 0] = d
+        info[k, 1] = wa
+        info[k, 2] = wb
+        info[k, 3] = n_ops
