@@ -199,10 +199,13 @@ def test_ranges_and_upload():
     assert v["a"].tolist() == [0, 1, 2] and v["b"].tolist() == [1, 0] and v["c"].numel() == 0
 
 
-def test_consistency_tiles_join_the_progressive_scores():
-    # accurate mode: library entries between the two groups add to their columns' scores
+@pytest.mark.parametrize("cells", PATHS)
+def test_consistency_tiles_join_the_progressive_scores(monkeypatch, cells):
+    # accurate mode: library entries between the two groups add to their columns' scores, in
+    # the batched levels and the numba merges
     from torchmsa.consistency import Consistency, Library
 
+    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
     rng = np.random.default_rng(3)
     scoring = profile_scoring(PROTEIN)
     seqs = _family(rng, 6, 14, empty=True)
@@ -218,6 +221,56 @@ def test_consistency_tiles_join_the_progressive_scores():
     with_cons = _run(job, scoring, consistency=lambda f: Consistency([lib], [tree], [6], f, 400))
     assert with_cons[0] == _oracle(seqs, tree, weights, scoring, library=library, cw=400)
     assert with_cons != _run(job, scoring)  # the library changed the alignment
+
+
+def _library(rng, seqs, count):
+    from torchmsa.consistency import Library
+
+    live = [r for r, s in enumerate(seqs) if s]
+    ent = []
+    for _ in range(count if len(live) > 1 else 0):
+        x, y = (int(v) for v in sorted(rng.choice(live, 2, replace=False)))
+        i, j = int(rng.integers(len(seqs[x]))), int(rng.integers(len(seqs[y])))
+        ent.append((x, i, y, j, int(rng.integers(1, 65))))
+    n = len(seqs)
+    cols = (
+        [torch.tensor(v, dtype=torch.int64) for v in zip(*ent)]
+        if ent
+        else [torch.zeros(0, dtype=torch.int64)] * 5
+    )
+    return Library(*cols, dist=np.zeros((n, n)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_numba_merges_with_consistency_equal_the_batched_levels(monkeypatch, seed):
+    # several jobs, each with its library; the numba path must run and change nothing
+    from torchmsa.consistency import Consistency
+
+    rng = np.random.default_rng(200 + seed)
+    scoring = profile_scoring(PROTEIN)
+    jobs, libs = [], []
+    for n in (25, 9, 2):
+        seqs = _family(rng, n, 30, empty=seed == 0)
+        jobs.append((seqs, _tree(rng, n), [int(w) for w in rng.integers(1, 9000, n)]))
+        libs.append(_library(rng, seqs, 40 * n))
+    trees, sizes = [t for _, t, _ in jobs], [len(j) for j, _, _ in jobs]
+    ran = {"numba": 0}
+    real = progressive._cpu_run
+
+    def counted(*args, **kwargs):
+        ran["numba"] += args[-1] is not None or kwargs.get("track") is not None
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(progressive, "_cpu_run", counted)
+    got = {}
+    for cells in PATHS:
+        monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+        got[cells] = _run(
+            jobs, scoring, consistency=lambda f: Consistency(libs, trees, sizes, f, 16)
+        )
+    assert got[-1] == got[60] == got[1 << 40]
+    assert ran["numba"] > 0
+    assert got[-1] != _run(jobs, scoring)  # the libraries changed the alignments
 
 
 @pytest.mark.parametrize("seed", range(4))

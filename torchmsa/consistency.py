@@ -158,7 +158,7 @@ class Consistency:
         level_of = np.full(forest.n_leaves + forest.children.shape[0], -1, np.int64)
         for g, ids in enumerate(forest.levels):
             level_of[np.asarray(ids)] = g
-        cols = {k: [] for k in "xiyjwg"}
+        cols = {k: [] for k in "xiyjwgn"}
         first, inner = 0, 0
         total = forest.n_leaves
         for lib, tree, n in zip(libs, trees, sizes):
@@ -167,6 +167,7 @@ class Consistency:
                 local = lca[lib.x.cpu().numpy(), lib.y.cpu().numpy()]  # ids n .. 2n-2
                 node = total + inner + (local - n)
                 cols["g"].append(torch.from_numpy(level_of[node]).to(device))
+                cols["n"].append(torch.from_numpy(node).to(device))
                 for key in "xy":
                     cols[key].append(getattr(lib, key) + first)
                 for key in "ijw":
@@ -180,6 +181,7 @@ class Consistency:
         order = torch.argsort(cat["g"], stable=True)
         for k in "xiyjw":
             setattr(self, k, cat[k][order])
+        self.node = cat["n"][order]  # the forest node where each entry's sequences meet
         g = cat["g"][order]
         self.level_start = torch.searchsorted(
             g, torch.arange(len(forest.levels) + 1, device=device)

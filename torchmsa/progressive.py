@@ -23,7 +23,8 @@ run node by node in numba instead (``cpu/merge.py``, the same integers), also on
 their launches would cost more than their work. Where every child column went is recorded per
 level; at the end pointer jumping takes each residue to its column in its job's root. Accurate
 mode's consistency tiles need residues' current columns at every level, so there the residue
-table is also kept up to date level by level.
+table is also kept up to date level by level (by the numba merges too, which add the tiles
+node by node).
 """
 
 from __future__ import annotations
@@ -303,9 +304,12 @@ class _Nodes:
             self.store(sel, self.cols[sel], prof, both, device)
 
 
-def _cpu_run(st: _Nodes, levels: list[np.ndarray], bound: np.ndarray, scoring: ProfileScoring):
+def _cpu_run(
+    st: _Nodes, levels: list[np.ndarray], bound: np.ndarray, scoring: ProfileScoring, track=None
+):
     """Levels too small for batched launches, node after node in numba (``cpu/merge.py``);
     ``bound`` holds at least each node's columns (a parent's: its children's together).
+    ``track`` (accurate mode): the :class:`_Columns` whose consistency tiles join the scores.
 
     Returns ``(child element ids, their elements in the parents)`` on the host.
     """
@@ -319,6 +323,16 @@ def _cpu_run(st: _Nodes, levels: list[np.ndarray], bound: np.ndarray, scoring: P
     pool = st.reserve(cpu, rows, rows + len(pairs))
     new_col = np.empty(int(bound[kids].sum()), np.int64)
     num, den = scoring.terminal
+    if track is None:
+        ent, (lo, hi) = np.zeros((5, 0), np.int64), np.zeros((2, len(pairs)), np.int64)
+        cweight, res_col, node_of_seq = 0, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    else:
+        ent, node = track.entries()
+        lo = np.searchsorted(node, pairs[:, 2], side="left")
+        hi = np.searchsorted(node, pairs[:, 2], side="right")
+        cweight = track.cons.weight
+        res_col = track.table.col.cpu().numpy().astype(np.int64, copy=True)
+        node_of_seq = track.node_of_seq.cpu().numpy().astype(np.int64, copy=True)
     pool.rows, pool.bnds, used = merge_nodes(
         pairs,
         st.n_leaves,
@@ -339,7 +353,16 @@ def _cpu_run(st: _Nodes, levels: list[np.ndarray], bound: np.ndarray, scoring: P
         int(den),
         OCC_SHIFT,
         new_col,
+        ent,
+        lo,
+        hi,
+        cweight,
+        res_col,
+        node_of_seq,
     )
+    if track is not None:
+        track.table.col.copy_(torch.from_numpy(res_col))
+        track.node_of_seq.copy_(torch.from_numpy(node_of_seq))
     parents = pairs[:, 2]
     st.alive[kids] = False
     st.alive[parents] = True
@@ -523,11 +546,25 @@ class _Columns:
     """Accurate mode's consistency tiles need each residue's column in its current node after
     every level: the residue table is kept up to date (on the table's device)."""
 
-    def __init__(self, table: ResidueTable, weights: torch.Tensor, n_nodes: int):
-        self.table, self.weights = table, weights
+    def __init__(self, table: ResidueTable, weights: torch.Tensor, n_nodes: int, cons):
+        self.table, self.weights, self.cons = table, weights, cons
+        self._entries = None
         device = table.seq.device
         self.node_of_seq = torch.arange(len(weights), device=device)
         self.kid_pos = torch.full((n_nodes,), -1, dtype=torch.int64, device=device)
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(ent int64 [5, E], node int64 [E])`` on the host, sorted by node: every library
+        entry's ``x, i, y, j`` and value ``w w_x w_y``, and the node where its sequences meet."""
+        if self._entries is None:
+            c = self.cons
+            host = [t.cpu().numpy().astype(np.int64) for t in (c.x, c.i, c.y, c.j, c.w, c.node)]
+            x, i, y, j, w, node = host
+            wts = self.weights.cpu().numpy().astype(np.int64)
+            order = np.argsort(node, kind="stable")
+            ent = np.stack([x, i, y, j, w * wts[x] * wts[y]])[:, order]
+            self._entries = (np.ascontiguousarray(ent), node[order])
+        return self._entries
 
     def _seq_kid(self, kids):
         kids_t = torch.from_numpy(kids).to(self.kid_pos.device)
@@ -626,12 +663,12 @@ def progressive_align(
     st = _Nodes(table, lengths, forest, weights, n_alpha)
     track = None
     if consistency is not None:
-        track = _Columns(table, weights.to(device), st.cols.size)
+        track = _Columns(table, weights.to(device), st.cols.size, consistency)
     # small levels run node by node in numba on the CPU, for the CPU backend and on a GPU (where
     # their launches would cost more than their work); Triton on the CPU (the interpreter in
     # tests) keeps every level batched
     cpu = torch.device("cpu")
-    numba_ok = consistency is None and (device.type == "cuda" or backend in ("auto", "cpu"))
+    numba_ok = device.type == "cuda" or backend in ("auto", "cpu")
     pieces: dict[torch.device, list] = {}
     done, total = 0, forest.children.shape[0]
     run: list[np.ndarray] = []
@@ -642,7 +679,7 @@ def progressive_align(
     def flush():
         nonlocal bound
         if run:
-            pieces.setdefault(cpu, []).append(_cpu_run(st, run, bound, scoring))
+            pieces.setdefault(cpu, []).append(_cpu_run(st, run, bound, scoring, track))
             run.clear()
             if progress is not None:
                 progress(done, total)

@@ -44,7 +44,7 @@ MAX_BATCH_CELLS = 1 << 27
 # (edges per thread) x columns² is at most this: small pieces cost more in launches than in
 # arithmetic (work shared between host and device, seed 004). On the CPU every evaluation runs
 # so.
-HOST_CELLS = 1 << 22
+HOST_CELLS = 1 << 20
 
 
 def partitions(tree) -> list[np.ndarray]:

@@ -6,7 +6,9 @@ nodes from the pool), boundary gap costs and residue factors, column scores
 ``floor(P_a M P_bᵀ / (d_a d_b))`` (``ops/colscores.py``: ``d = min(w, r 2^OCC_SHIFT)``) in
 int64 (the float64 matrix products of the batched path are exact, so both give the exact
 floor), the DP of ``cpu/dp.py`` and the merge of profiles and boundary weights through the
-traceback.
+traceback. In accurate mode each merge also adds its consistency tile (``consistency.py``: the
+library entries whose sequences meet at this parent, each cell's sum times the weight, floored)
+and keeps every residue's column in its current node up to date, as the batched levels do.
 """
 
 from __future__ import annotations
@@ -121,6 +123,12 @@ def merge_nodes(
     t_den,
     occ_shift,
     new_col,
+    ent,
+    ent_lo,
+    ent_hi,
+    cweight,
+    res_col,
+    node_of_seq,
 ):
     """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent) in order.
 
@@ -130,7 +138,14 @@ def merge_nodes(
     column of the first child, then of the second. ``occ_shift`` is the occupancy floor's
     ``OCC_SHIFT`` (``ops/colscores.py``). Returns the pools' new ends and the number of
     ``new_col`` entries written.
+
+    Consistency (accurate mode; otherwise ``node_of_seq`` is empty): library entries
+    ``ent int64 [5, E]`` (``x, i, y, j`` and the value ``w w_x w_y``), pair q's at
+    ``ent_lo[q] : ent_hi[q]``, add ``floor(cweight * sum / (w_a w_b))`` to the cells they touch;
+    ``res_col`` (every residue's column in its current node) and ``node_of_seq`` (every
+    sequence's current node) are kept up to date.
     """
+    track = node_of_seq.size > 0
     n_alpha = matrix.shape[0]
     used = 0
     for q in range(pairs.shape[0]):
@@ -142,6 +157,20 @@ def merge_nodes(
         oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
         ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
         S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
+        if track and ent_hi[q] > ent_lo[q] and n > 0 and m > 0:
+            tile = np.zeros((n, m), np.int64)
+            for e in range(ent_lo[q], ent_hi[q]):
+                x, y = ent[0, e], ent[2, e]
+                cx = res_col[seq_off[x] + ent[1, e]]
+                cy = res_col[seq_off[y] + ent[3, e]]
+                if node_of_seq[x] == a:
+                    tile[cx, cy] += ent[4, e]
+                else:
+                    tile[cy, cx] += ent[4, e]
+            for i in range(n):
+                for j in range(m):
+                    if tile[i, j] != 0:
+                        S[i, j] += np.int32((tile[i, j] * cweight) // (wa * wb))
         ops = np.zeros(n + m, np.uint8)
         width = _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
         map_a = new_col[used : used + n]
@@ -155,6 +184,14 @@ def merge_nodes(
                 map_b[j] = t
                 j += 1
         used += n + m
+        if track:
+            for sq in range(node_of_seq.size):
+                nd = node_of_seq[sq]
+                if nd == a or nd == b:
+                    to = map_a if nd == a else map_b
+                    for r in range(seq_off[sq], seq_off[sq + 1]):
+                        res_col[r] = to[res_col[r]]
+                    node_of_seq[sq] = par
         prof_pool[rows_used : rows_used + width] = 0
         both_pool[bnds_used : bnds_used + width + 1] = 0
         for c in range(n):
