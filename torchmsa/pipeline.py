@@ -10,7 +10,7 @@ default     fast, then distances from that alignment -> new tree -> second pass 
             (FAMSA's guide tree; ``tree="lcs"`` asks for it at any size)
 accurate    all-pairs local alignments -> distances and a consistency library -> tree ->
             progressive pass with consistency -> refinement until no edge gains (at most
-            16 rounds; MAFFT L-INS-i style)
+            4 rounds; MAFFT L-INS-i style)
 auto        ``accurate`` up to 200 sequences of at most 2,000 residues, ``default`` up to
             20,000 sequences, ``fast`` with a PartTree guide tree above; the choice is in
             ``Alignment.metadata["mode"]``
@@ -62,7 +62,7 @@ MSA_DEFAULTS = {
 }
 AUTO_DEFAULT_MAX_N = 20_000
 RETREE_BLOCK = 1 << 24
-REFINE_ROUNDS = {"default": 2, "accurate": 16}
+REFINE_ROUNDS = {"default": 2, "accurate": 4}
 ACCURATE_LOCAL = ("BLOSUM62", 11, 1)  # stage-1 local alignments: matrix, gap open, extend
 CONSISTENCY_WEIGHT = 16  # DP units per unit of normalised consistency (64 = all pairs agree)
 AUTO_ACCURATE_MAX_N = 200
