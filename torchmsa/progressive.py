@@ -151,7 +151,7 @@ def split_cost(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return cost - close, close
 
 
-CPU_LEVEL_CELLS = 1 << 17  # on a GPU, a level of at most this many DP cells runs on the CPU
+CPU_LEVEL_CELLS = 1 << 22  # a level of at most this many DP cells runs in numba, also on a GPU
 POOL_ROWS = 1024  # first size of a device's node pool
 # device bytes of a batched level per DP cell (packed scores, the bucket's float64 products and
 # their int32 copy, scatter indices) and per child column and residue (profiles and products)
@@ -333,8 +333,10 @@ def _cpu_run(
         cweight = track.cons.weight
         res_col = track.table.col.cpu().numpy().astype(np.int64, copy=True)
         node_of_seq = track.node_of_seq.cpu().numpy().astype(np.int64, copy=True)
+    level_start = np.concatenate([[0], np.cumsum([len(lv) for lv in levels])]).astype(np.int64)
     pool.rows, pool.bnds, used = merge_nodes(
         pairs,
+        level_start,
         st.n_leaves,
         st.cols,
         st.w,

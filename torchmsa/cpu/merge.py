@@ -14,7 +14,7 @@ and keeps every residue's column in its current node up to date, as the batched 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP, RES_ONE, _profile_align
 
@@ -71,21 +71,35 @@ def _divisors(prof, weight, occ_shift):
 
 @njit(cache=True, nogil=True)
 def _scores(prof_a, prof_b, matrix, wa, wb, occ_shift):
+    """``int32 [n, m]`` column scores ``floor(P_a M P_bᵀ / (d_a d_b))``. Every product and
+    partial sum is an integer below 2^53 (``ops/colscores.py``), so the float64 loops are exact
+    and the floor of the correctly rounded quotient is the exact floor; float64 lets the inner
+    loop vectorise."""
     n, m, n_alpha = prof_a.shape[0], prof_b.shape[0], matrix.shape[0]
     da, db = _divisors(prof_a, wa, occ_shift), _divisors(prof_b, wb, occ_shift)
-    pm = np.zeros((n, n_alpha), np.int64)
+    pm = np.zeros((n, n_alpha), np.float64)
     for i in range(n):
         for p in range(n_alpha):
             if prof_a[i, p] != 0:
                 for q in range(n_alpha):
                     pm[i, q] += prof_a[i, p] * matrix[p, q]
+    pbt = np.empty((n_alpha, m), np.float64)
+    for j in range(m):
+        for q in range(n_alpha):
+            pbt[q, j] = prof_b[j, q]
+    dbf = db.astype(np.float64)
     S = np.empty((n, m), np.int32)
+    raw = np.empty(m, np.float64)
     for i in range(n):
+        raw[:] = 0.0
+        for q in range(n_alpha):
+            v = pm[i, q]
+            if v != 0.0:
+                for j in range(m):
+                    raw[j] += v * pbt[q, j]
+        dai = np.float64(da[i])
         for j in range(m):
-            raw = np.int64(0)
-            for q in range(n_alpha):
-                raw += pm[i, q] * prof_b[j, q]
-            S[i, j] = raw // (da[i] * db[j])
+            S[i, j] = np.int32(np.floor(raw[j] / (dai * dbf[j])))
     return S
 
 
@@ -103,8 +117,28 @@ def _merge_both(both, new_col, n, width, out, base):
 
 
 @njit(cache=True, nogil=True)
+def _add_tile(S, a, ent, lo, hi, seq_off, res_col, node_of_seq, cweight, denom):
+    """Adds the consistency of entries ``lo : hi`` (between node ``a`` and its sibling)."""
+    n, m = S.shape
+    tile = np.zeros((n, m), np.int64)
+    for e in range(lo, hi):
+        x, y = ent[0, e], ent[2, e]
+        cx = res_col[seq_off[x] + ent[1, e]]
+        cy = res_col[seq_off[y] + ent[3, e]]
+        if node_of_seq[x] == a:
+            tile[cx, cy] += ent[4, e]
+        else:
+            tile[cy, cx] += ent[4, e]
+    for i in range(n):
+        for j in range(m):
+            if tile[i, j] != 0:
+                S[i, j] += np.int32((tile[i, j] * cweight) // denom)
+
+
+@njit(cache=True, parallel=True)
 def merge_nodes(
     pairs,
+    level_start,
     n_leaves,
     cols,
     weights,
@@ -130,7 +164,9 @@ def merge_nodes(
     res_col,
     node_of_seq,
 ):
-    """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent) in order.
+    """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent), level after level: level v
+    is ``pairs[level_start[v] : level_start[v + 1]]``, its pairs aligned in parallel and merged
+    in order.
 
     Every parent's profile and boundary weights are appended to the pools after
     ``rows_used`` / ``bnds_used``; its columns, weight and pool offsets go to ``cols``,
@@ -147,65 +183,71 @@ def merge_nodes(
     """
     track = node_of_seq.size > 0
     n_alpha = matrix.shape[0]
+    args = (n_leaves, seq_off, codes, prof_pool, both_pool, row, bnd, n_alpha)
     used = 0
-    for q in range(pairs.shape[0]):
-        a, b, par = pairs[q, 0], pairs[q, 1], pairs[q, 2]
-        n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
-        args = (n_leaves, seq_off, codes, prof_pool, both_pool, row, bnd, n_alpha)
-        prof_a, both_a = _child(a, n, wa, *args)
-        prof_b, both_b = _child(b, m, wb, *args)
-        oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
-        ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
-        S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
-        if track and ent_hi[q] > ent_lo[q] and n > 0 and m > 0:
-            tile = np.zeros((n, m), np.int64)
-            for e in range(ent_lo[q], ent_hi[q]):
-                x, y = ent[0, e], ent[2, e]
-                cx = res_col[seq_off[x] + ent[1, e]]
-                cy = res_col[seq_off[y] + ent[3, e]]
-                if node_of_seq[x] == a:
-                    tile[cx, cy] += ent[4, e]
-                else:
-                    tile[cy, cx] += ent[4, e]
-            for i in range(n):
-                for j in range(m):
-                    if tile[i, j] != 0:
-                        S[i, j] += np.int32((tile[i, j] * cweight) // (wa * wb))
-        ops = np.zeros(n + m, np.uint8)
-        width = _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
-        map_a = new_col[used : used + n]
-        map_b = new_col[used + n : used + n + m]
-        i = j = 0
-        for t in range(width):
-            if ops[t] != OP_LEFT:
-                map_a[i] = t
-                i += 1
-            if ops[t] != OP_UP:
-                map_b[j] = t
-                j += 1
-        used += n + m
-        if track:
-            for sq in range(node_of_seq.size):
-                nd = node_of_seq[sq]
-                if nd == a or nd == b:
-                    to = map_a if nd == a else map_b
-                    for r in range(seq_off[sq], seq_off[sq + 1]):
-                        res_col[r] = to[res_col[r]]
-                    node_of_seq[sq] = par
-        prof_pool[rows_used : rows_used + width] = 0
-        both_pool[bnds_used : bnds_used + width + 1] = 0
-        for c in range(n):
-            for k in range(n_alpha):
-                prof_pool[rows_used + map_a[c], k] += prof_a[c, k]
-        for c in range(m):
-            for k in range(n_alpha):
-                prof_pool[rows_used + map_b[c], k] += prof_b[c, k]
-        _merge_both(both_a, map_a, n, width, both_pool, bnds_used)
-        _merge_both(both_b, map_b, m, width, both_pool, bnds_used)
-        cols[par] = width
-        weights[par] = wa + wb
-        row[par] = rows_used
-        bnd[par] = bnds_used
-        rows_used += width
-        bnds_used += width + 1
+    for lv in range(level_start.size - 1):
+        lo, hi = level_start[lv], level_start[lv + 1]
+        # the level's pairs are independent: their DPs run in parallel, then merge in order
+        ops_off = np.zeros(hi - lo + 1, np.int64)
+        for k in range(hi - lo):
+            ops_off[k + 1] = ops_off[k] + cols[pairs[lo + k, 0]] + cols[pairs[lo + k, 1]]
+        ops_buf = np.zeros(ops_off[hi - lo], np.uint8)
+        widths = np.zeros(hi - lo, np.int64)
+        for k in prange(hi - lo):
+            q = lo + k
+            a, b = pairs[q, 0], pairs[q, 1]
+            n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
+            prof_a, both_a = _child(a, n, wa, *args)
+            prof_b, both_b = _child(b, m, wb, *args)
+            oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
+            ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
+            S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
+            if track and ent_hi[q] > ent_lo[q] and n > 0 and m > 0:
+                _add_tile(
+                    S, a, ent, ent_lo[q], ent_hi[q], seq_off, res_col, node_of_seq, cweight, wa * wb
+                )
+            ops = ops_buf[ops_off[k] : ops_off[k + 1]]
+            widths[k] = _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
+        for k in range(hi - lo):
+            q = lo + k
+            a, b, par = pairs[q, 0], pairs[q, 1], pairs[q, 2]
+            n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
+            prof_a, both_a = _child(a, n, wa, *args)
+            prof_b, both_b = _child(b, m, wb, *args)
+            ops, width = ops_buf[ops_off[k] : ops_off[k + 1]], widths[k]
+            map_a = new_col[used : used + n]
+            map_b = new_col[used + n : used + n + m]
+            i = j = 0
+            for t in range(width):
+                if ops[t] != OP_LEFT:
+                    map_a[i] = t
+                    i += 1
+                if ops[t] != OP_UP:
+                    map_b[j] = t
+                    j += 1
+            used += n + m
+            if track:
+                for sq in range(node_of_seq.size):
+                    nd = node_of_seq[sq]
+                    if nd == a or nd == b:
+                        to = map_a if nd == a else map_b
+                        for r in range(seq_off[sq], seq_off[sq + 1]):
+                            res_col[r] = to[res_col[r]]
+                        node_of_seq[sq] = par
+            prof_pool[rows_used : rows_used + width] = 0
+            both_pool[bnds_used : bnds_used + width + 1] = 0
+            for c in range(n):
+                for x in range(n_alpha):
+                    prof_pool[rows_used + map_a[c], x] += prof_a[c, x]
+            for c in range(m):
+                for x in range(n_alpha):
+                    prof_pool[rows_used + map_b[c], x] += prof_b[c, x]
+            _merge_both(both_a, map_a, n, width, both_pool, bnds_used)
+            _merge_both(both_b, map_b, m, width, both_pool, bnds_used)
+            cols[par] = width
+            weights[par] = wa + wb
+            row[par] = rows_used
+            bnd[par] = bnds_used
+            rows_used += width
+            bnds_used += width + 1
     return rows_used, bnds_used, used

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP, _profile_align, path_score
-from torchmsa.cpu.merge import _costs
+from torchmsa.cpu.merge import _costs, _scores
 
 __all__ = ["evaluate_edges", "entries_by_row", "residue_columns"]
 
@@ -94,45 +94,6 @@ def _group(codes, weights, side, want, gap, n_alpha):
         if before and n > 0:
             both[n] += wr
     return kept, index, prof, both, w
-
-
-@njit(cache=True, nogil=True)
-def _divisors(prof, weight, occ_shift):
-    d = np.empty(prof.shape[0], np.float64)
-    for k in range(prof.shape[0]):
-        d[k] = max(min(weight, prof[k].sum() << occ_shift), 1)
-    return d
-
-
-@njit(cache=True, nogil=True)
-def _scores(prof_a, prof_b, matrix, wa, wb, occ_shift):
-    """``int32 [n, m]`` column scores. Every product and partial sum is an integer below 2^53
-    (``ops/colscores.py``), so the float64 loops are exact and the floor of the correctly
-    rounded quotient is the exact floor; float64 lets the inner loop vectorise."""
-    n, m, n_alpha = prof_a.shape[0], prof_b.shape[0], matrix.shape[0]
-    da, db = _divisors(prof_a, wa, occ_shift), _divisors(prof_b, wb, occ_shift)
-    pm = np.zeros((n, n_alpha), np.float64)
-    for i in range(n):
-        for p in range(n_alpha):
-            if prof_a[i, p] != 0:
-                for q in range(n_alpha):
-                    pm[i, q] += prof_a[i, p] * matrix[p, q]
-    pbt = np.empty((n_alpha, m), np.float64)
-    for j in range(m):
-        for q in range(n_alpha):
-            pbt[q, j] = prof_b[j, q]
-    S = np.empty((n, m), np.int32)
-    raw = np.empty(m, np.float64)
-    for i in range(n):
-        raw[:] = 0.0
-        for q in range(n_alpha):
-            v = pm[i, q]
-            if v != 0.0:
-                for j in range(m):
-                    raw[j] += v * pbt[q, j]
-        for j in range(m):
-            S[i, j] = np.int32(np.floor(raw[j] / (da[i] * db[j])))
-    return S
 
 
 @njit(cache=True, nogil=True)
