@@ -173,6 +173,7 @@ def main(argv=None) -> int:
     from torchmsa import progressive, refine
 
     default_cells, default_host = progressive.CPU_LEVEL_CELLS, refine.HOST_CELLS
+    default_pair = progressive.CPU_PAIR_CELLS
     sweep = [(None, None)]
     if args.cpu_level_cells is not None:
         sweep = [(int(c), None) for c in args.cpu_level_cells.split(",")]
@@ -184,6 +185,7 @@ def main(argv=None) -> int:
         first = None
         for cells, host in sweep:
             progressive.CPU_LEVEL_CELLS = default_cells if cells is None else cells
+            progressive.CPU_PAIR_CELLS = default_pair if cells is None else min(cells, default_pair)
             refine.HOST_CELLS = default_host if host is None else host
             torchmsa.align(path, device=device, mode=mode)
             with StageClock(device) as clock:
@@ -204,6 +206,7 @@ def main(argv=None) -> int:
                 rows[-1]["calls"] = clock.calls[label]
             print(f"== {spec} cells {cells}, host {host}: {wall:.2f} s", flush=True)
         progressive.CPU_LEVEL_CELLS, refine.HOST_CELLS = default_cells, default_host
+        progressive.CPU_PAIR_CELLS = default_pair
         if 5000 <= len(aln.names) <= TREE_PARTS_MAX_N:
             rows += [{**base, **r} for r in tree_parts(path, device)]
     header = (

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import torchmsa
+from tests.test_progressive import _numba_cells
 from torchmsa.errors import DeviceError
 
 pytestmark = pytest.mark.gpu
@@ -86,7 +87,7 @@ def test_levels_on_the_gpu_the_cpu_or_both_give_the_same_alignments(monkeypatch,
         pytest.skip("BAliBASE data not found")
     paths = [str(p) for p in sorted(data.glob("*.in.fasta"))[::12]]
     want = torchmsa.align_many(paths, device="cpu", mode="default")
-    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+    _numba_cells(monkeypatch, cells)
     used = {"_cpu_run": 0, "_level": 0}
     for name in used:
         real = getattr(progressive, name)

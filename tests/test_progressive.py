@@ -16,6 +16,14 @@ from torchmsa.tree import build_tree
 GAP = PROTEIN.gap_code
 
 
+def _numba_cells(monkeypatch, cells):
+    """Levels and pairs of at most ``cells`` DP cells run in numba (-1: none, 1 << 40: all)."""
+    from torchmsa import progressive
+
+    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+    monkeypatch.setattr(progressive, "CPU_PAIR_CELLS", cells)
+
+
 def _oracle(seqs, tree, weights, scoring, record=None, library=(), cw=0):
     """Rows of the alignment: each node's children merged by the plain DP oracle; ``record``
     (a dict) gets each node's DP inputs. ``library`` entries ``(x, i, y, j, w)`` add
@@ -142,7 +150,7 @@ PATHS = [-1, 60, 1 << 40]
 def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows, cells):
     # a tiny pool forces it to drop consumed nodes and grow many times
     monkeypatch.setattr(progressive, "POOL_ROWS", pool_rows)
-    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+    _numba_cells(monkeypatch, cells)
     rng = np.random.default_rng(5)
     scoring = profile_scoring(PROTEIN)
     jobs = []
@@ -158,7 +166,7 @@ def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows, cel
 
 @pytest.mark.parametrize("cells", PATHS)
 def test_chain_tree_of_many_levels(monkeypatch, cells):
-    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+    _numba_cells(monkeypatch, cells)
     # single linkage on equal distances chains: one node per level, as in large families
     rng = np.random.default_rng(8)
     scoring = profile_scoring(PROTEIN)
@@ -205,7 +213,7 @@ def test_consistency_tiles_join_the_progressive_scores(monkeypatch, cells):
     # the batched levels and the numba merges
     from torchmsa.consistency import Consistency, Library
 
-    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+    _numba_cells(monkeypatch, cells)
     rng = np.random.default_rng(3)
     scoring = profile_scoring(PROTEIN)
     seqs = _family(rng, 6, 14, empty=True)
@@ -264,7 +272,7 @@ def test_numba_merges_with_consistency_equal_the_batched_levels(monkeypatch, see
     monkeypatch.setattr(progressive, "_cpu_run", counted)
     got = {}
     for cells in PATHS:
-        monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+        _numba_cells(monkeypatch, cells)
         got[cells] = _run(
             jobs, scoring, consistency=lambda f: Consistency(libs, trees, sizes, f, 16)
         )
@@ -284,7 +292,7 @@ def test_numba_merges_equal_the_batched_levels(monkeypatch, seed):
         jobs.append((seqs, _tree(rng, n), [int(w) for w in rng.integers(1, 9000, n)]))
     got = {}
     for cells in PATHS:
-        monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
+        _numba_cells(monkeypatch, cells)
         got[cells] = _run(jobs, scoring)
     assert got[-1] == got[60] == got[1 << 40]
 
@@ -333,7 +341,7 @@ def test_levels_split_to_fit_memory_give_the_same_alignment(monkeypatch):
     scoring = profile_scoring(PROTEIN)
     jobs = [(_family(rng, 20, 30), None, [int(w) for w in rng.integers(1, 500, 20)])]
     jobs = [(s, _tree(rng, 20), w) for s, _, w in jobs]
-    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", -1)
+    _numba_cells(monkeypatch, -1)
     whole = _run(jobs, scoring)
     sizes = []
     real = progressive._level
@@ -352,7 +360,7 @@ def test_levels_split_to_fit_memory_give_the_same_alignment(monkeypatch):
 def test_a_merge_larger_than_memory_is_a_resource_error(monkeypatch):
     from torchmsa.errors import ResourceError
 
-    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", -1)
+    _numba_cells(monkeypatch, -1)
     monkeypatch.setattr(progressive, "memory_budget", lambda device: 1000)
     rng = np.random.default_rng(2)
     seqs = _family(rng, 3, 20)

@@ -19,6 +19,7 @@ same on the CPU and on a GPU:
 
 The host knows every node's size, so it plans each level without waiting for the device, and
 waits once per level for the parents' widths. Levels of at most :data:`CPU_LEVEL_CELLS` DP cells
+(and pairs of at most :data:`CPU_PAIR_CELLS`)
 run node by node in numba instead (``cpu/merge.py``, the same integers), also on a GPU, where
 their launches would cost more than their work. Where every child column went is recorded per
 level; at the end pointer jumping takes each residue to its column in its job's root. Accurate
@@ -151,7 +152,11 @@ def split_cost(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return cost - close, close
 
 
-CPU_LEVEL_CELLS = 1 << 22  # a level of at most this many DP cells runs in numba, also on a GPU
+# a level of at most CPU_LEVEL_CELLS DP cells, none of its pairs above CPU_PAIR_CELLS, runs in
+# numba (its pairs in parallel), also on a GPU: there a level costs launches (about 6 ms on an
+# H100) while one wide pair costs a host thread more (stages-levels-numba.md)
+CPU_LEVEL_CELLS = 1 << 22
+CPU_PAIR_CELLS = 1 << 19
 POOL_ROWS = 1024  # first size of a device's node pool
 # device bytes of a batched level per DP cell (packed scores, the bucket's float64 products and
 # their int32 copy, scatter indices) and per child column and residue (profiles and products)
@@ -690,8 +695,10 @@ def progressive_align(
     for g, level in enumerate(forest.levels):
         ids = np.asarray(level, dtype=np.int64)
         pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
-        cells = int((bound[pairs[:, 0]] * bound[pairs[:, 1]]).sum())
-        if numba_ok and cells <= CPU_LEVEL_CELLS:
+        pair_cells = bound[pairs[:, 0]] * bound[pairs[:, 1]]
+        cells = int(pair_cells.sum())
+        small = cells <= CPU_LEVEL_CELLS and int(pair_cells.max()) <= CPU_PAIR_CELLS
+        if numba_ok and small:
             if not run:
                 bound = st.cols.copy()
             bound[pairs[:, 2]] = bound[pairs[:, 0]] + bound[pairs[:, 1]]
