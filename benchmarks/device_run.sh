@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: install what the offline machine lacks, then run the named stages.
 # Carry .whl .devdata .debs (../shared/tools/device_prep.sh --peers --data ...). Results go to $OUT.
-# usage: TORCHMSA_COMMIT=<hash> bash benchmarks/device_run.sh STAGE...
+# usage: TORCHMSA_COMMIT=<hash> bash benchmarks/device_run.sh STAGE... (set the hash here: the
+#   device copy's git metadata may name an older commit)
 #   kernels   gpu tests of the Triton kernels (DP, k-mers, LCS)
 #   lcs       gpu tests of the LCS kernel only
 #   tree      gpu tests of the guide trees (single linkage on the GPU)
