@@ -4,7 +4,7 @@
 with tensor operations, with the same integers: child profiles (leaves from their codes, inner
 nodes from the pool), boundary gap costs and residue factors, column scores
 ``floor(P_a M P_bᵀ / (d_a d_b))`` (``ops/colscores.py``: ``d = min(w, r 2^OCC_SHIFT)``) in
-int64 (the float64 matrix products of the batched path are exact, so both give the exact
+float64 loops (exact, as the batched path's matrix products are, so both give the exact
 floor), the DP of ``cpu/dp.py`` and the merge of profiles and boundary weights through the
 traceback. In accurate mode each merge also adds its consistency tile (``consistency.py``: the
 library entries whose sequences meet at this parent, each cell's sum times the weight, floored)
@@ -129,6 +129,14 @@ def _add_tile(S, a, ent, lo, hi, seq_off, res_col, node_of_seq, cweight, denom):
             tile[cx, cy] += ent[4, e]
         else:
             tile[cy, cx] += ent[4, e]
+    add_floored(S, tile, cweight, denom)
+
+
+@njit(cache=True, nogil=True)
+def add_floored(S, tile, cweight, denom):
+    """``S += floor(tile * cweight / denom)`` cell by cell: a consistency tile joins the scores
+    (``consistency.py``)."""
+    n, m = S.shape
     for i in range(n):
         for j in range(m):
             if tile[i, j] != 0:

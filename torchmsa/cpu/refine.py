@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP, _profile_align, path_score
-from torchmsa.cpu.merge import _costs, _scores
+from torchmsa.cpu.merge import _costs, _scores, add_floored
 
 __all__ = ["evaluate_edges", "entries_by_row", "residue_columns"]
 
@@ -144,11 +144,7 @@ def _one_edge(
                     tile[idx_a[here], idx_b[there]] += by_row[3, t]
                 else:
                     tile[idx_a[there], idx_b[here]] += by_row[3, t]
-        denom = wa * wb
-        for i in range(n):
-            for j in range(m):
-                if tile[i, j] != 0:
-                    S[i, j] += np.int32((tile[i, j] * cweight) // denom)
+        add_floored(S, tile, cweight, wa * wb)
     # the current path: every column is in A, in B or in both (no column is all gaps)
     width = codes.shape[1]
     old = np.empty(width, np.uint8)
