@@ -67,6 +67,16 @@ def merge(stems: list[Path]) -> tuple[list[dict], list[dict], list[str]]:
         row["tc"] = round(statistics.fmean(_num(r["tc"]) for r in ok), 4) if ok else math.nan
         row["wall_s"] = round(walls[key], 2)
         row["median_overhead_ms"] = round(1000 * statistics.median(over), 2) if over else math.nan
+        small = [
+            _num(r["overhead_s"])
+            for r in ok
+            if r.get("small") == "True" and not math.isnan(_num(r["overhead_s"]))
+        ]
+        if any("small" in r for r in ok):
+            row["small_cases"] = sum(r.get("small") == "True" for r in ok)
+            row["median_small_overhead_ms"] = (
+                round(1000 * statistics.median(small), 2) if small else math.nan
+            )
         row["warmup_s"] = round(warm[key], 2)
         out.append(row)
     return out, cases, prov

@@ -8,6 +8,7 @@ import torch
 import torchmsa
 from torchmsa.alphabet import get_alphabet
 from torchmsa.cpu.dp_rows import OCC_SHIFT
+from torchmsa.cpu.merge import _scores
 from torchmsa.errors import ArgumentError, EmptyInputError, InvalidCharacterError, ScoringError
 from torchmsa.io import read_alignment, read_sequences
 from torchmsa.metrics import score_alignment
@@ -146,6 +147,11 @@ def test_column_scores_are_exact_at_the_weight_limit():
             for i in range(5)
         ]
         assert got.tolist() == want
+        # the numba twin (refinement's and small merges' scores), in both orientations of its
+        # sparse loops
+        mat64 = mat.numpy().astype(np.int64)
+        assert _scores(pa, pb, mat64, wa, wb, OCC_SHIFT).tolist() == want
+        assert _scores(pb, pa, mat64.T.copy(), wb, wa, OCC_SHIFT).T.tolist() == want
         prof = torch.tensor(np.concatenate([pa, pb]), dtype=torch.float64)
         S, s_off = batched_column_scores(
             prof,

@@ -27,6 +27,47 @@ def _balibase(name: str = "balibase3") -> Path | None:
     return None
 
 
+@pytest.fixture(autouse=True)
+def _device_path(monkeypatch):
+    """Every job on the device, so these tests compare the GPU path (small jobs would run on
+    the host: see the dispatch test)."""
+    from torchmsa import pipeline
+
+    monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", -1)
+
+
+@needs_cuda
+def test_small_jobs_run_on_the_host_and_return_on_the_device(monkeypatch):
+    from torchmsa import pipeline
+
+    monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", 1 << 22)
+    rng = torch.Generator().manual_seed(3)
+    letters = "ACDEFGHIKLMNPQRSTVWY"
+
+    def family(n, length):
+        base = torch.randint(0, 20, (length,), generator=rng)
+        rows = []
+        for _ in range(n):
+            mut = base.clone()
+            hit = torch.rand(length, generator=rng) < 0.2
+            mut[hit] = torch.randint(0, 20, (int(hit.sum()),), generator=rng)
+            rows.append("".join(letters[k] for k in mut.tolist()))
+        return rows
+
+    small, large = family(6, 120), family(40, 400)  # N L^2: 86,400 and 6.4 million
+    for mode in ("default", "accurate"):
+        got = torchmsa.align_many([small, large, small[:3]], device="cuda", mode=mode)
+        monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", -1)
+        want = torchmsa.align_many([small, large, small[:3]], device="cuda", mode=mode)
+        monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", 1 << 22)
+        places = [a.metadata["computed_on"] for a in got]
+        assert places[0] == places[2] == "cpu" and places[1].startswith("cuda"), places
+        assert [a.metadata["backend"] for a in got] == ["cpu", "triton", "cpu"]
+        for g, w in zip(got, want):
+            assert g.codes.device.type == "cuda" and g.metadata["device"].startswith("cuda")
+            assert torch.equal(g.codes, w.codes) and g.rows == w.rows
+
+
 @needs_cuda
 def test_auto_device_is_cuda_and_recorded():
     aln = torchmsa.align(["MKVLAAGHW", "MKVLAGHW", "MKILAAGHW"], device="auto")

@@ -173,9 +173,10 @@ def _align(args) -> int:
         _emit(text, args.output)
     if args.verbose:
         m = aln.metadata
+        where = "" if m["computed_on"] == m["device"] else f" (computed on {m['computed_on']})"
         print(
             f"torchmsa: {len(aln)} sequences, {aln.width} columns, mode {m['mode']}, "
-            f"device {m['device']}, backend {m['backend']}, {m['seconds']:.2f} s",
+            f"device {m['device']}{where}, backend {m['backend']}, {m['seconds']:.2f} s",
             file=sys.stderr,
         )
     return 0

@@ -68,6 +68,9 @@ CONSISTENCY_WEIGHT = 16  # DP units per unit of normalised consistency (64 = all
 AUTO_ACCURATE_MAX_N = 200
 AUTO_ACCURATE_MAX_LEN = 2000
 REFINE_MAX_N = 500
+# On a GPU (backend "auto"), jobs with N L^2 at most this run wholly on the host, where they
+# are faster (benchmarks/results/e2e_gpu-small-host.md)
+HOST_JOB_CELLS = 1 << 22
 MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see ops.colscores.column_scores)
 
 
@@ -182,6 +185,13 @@ def _progressive_jobs(batches, trees, scoring, backend, progress):
         )
         first += n
     return out
+
+
+def _host_job(batch: SequenceBatch) -> bool:
+    """Whether a job is small enough to run on the host rather than a GPU: ``N L^2`` (its
+    sequences times the square of the longest) at most :data:`HOST_JOB_CELLS`."""
+    longest = int(batch.lengths.max()) if len(batch) else 0
+    return len(batch) * longest * longest <= HOST_JOB_CELLS
 
 
 def _resolve_mode(mode: str, batch: SequenceBatch) -> str:
@@ -317,11 +327,18 @@ def align_many(
     impl = resolve_backend(backend, dev)
     if tree not in TREES:
         raise ArgumentError(f"Invalid value for `tree` argument: {tree!r}; use one of {TREES}")
-    batches = [SequenceBatch.from_input(x, seqtype, dev) for x in inputs]
+    host = torch.device("cpu")
+    batches = [SequenceBatch.from_input(x, seqtype, host) for x in inputs]
+    # on a GPU under the automatic backend, a small job runs wholly on the host (its launches
+    # and copies would cost more than its work); its tensors come back to the device
+    places = [
+        host if backend == "auto" and dev.type == "cuda" and _host_job(b) else dev for b in batches
+    ]
+    batches = [b.to(p) for b, p in zip(batches, places)]
     chosen = [_resolve_mode(mode, b) for b in batches]
-    groups: dict[tuple[str, str], list[int]] = {}
+    groups: dict[tuple[str, str, torch.device], list[int]] = {}
     for j, b in enumerate(batches):
-        groups.setdefault((b.alphabet.name, chosen[j]), []).append(j)
+        groups.setdefault((b.alphabet.name, chosen[j], places[j]), []).append(j)
     firsts = [_first_tree_method(tree, len(b), chosen[j]) for j, b in enumerate(batches)]
     total = sum(
         (2 if _second_pass(chosen[j], firsts[j]) else 1) * max(0, len(b) - 1)
@@ -329,13 +346,14 @@ def align_many(
     )
     bar = _ProgressBar(total, progress)
     results: list = [None] * len(batches)
-    for (_, mode_j), idx in groups.items():
+    for (_, mode_j, place), idx in groups.items():
         scoring = profile_scoring(batches[idx[0]].alphabet, matrix, gap_open, gap_extend)
         group = [batches[j] for j in idx]
         group_firsts = [firsts[j] for j in idx]
-        done = _align_group(group, mode_j, group_firsts, scoring, tree, impl, bar)
-        for j, res in zip(idx, done):
-            results[j] = res
+        group_impl = impl if place == dev else resolve_backend(backend, place)
+        done = _align_group(group, mode_j, group_firsts, scoring, tree, group_impl, bar)
+        for j, (codes, guide, extra) in zip(idx, done):
+            results[j] = (codes.to(dev), guide, extra)
     bar.close()
     seconds = time.perf_counter() - t0
     out = []
@@ -344,7 +362,8 @@ def align_many(
             "mode": chosen[j],
             "requested_mode": mode,
             "device": str(dev),
-            "backend": impl,
+            "backend": impl if places[j] == dev else "cpu",
+            "computed_on": str(places[j]),
             "tree": firsts[j] if chosen[j] != "accurate" else _linkage(tree),
             "n_sequences": len(b),
             "seconds": seconds,

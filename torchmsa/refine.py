@@ -361,20 +361,24 @@ def refine(
     threads = numba.get_num_threads()
 
     def evaluate(codes, rows):
-        """``rows`` edges against ``codes``: on the host, edge by edge, when the work is small."""
+        """``rows`` edges against ``codes``: on the host, edge by edge, when the work is small.
+        Returns ``codes`` on the device that evaluated them (the host's copy stays there for
+        the merges and later evaluations) and the evaluation."""
         width = codes.shape[1]
         if not on_gpu or -(-len(rows) // threads) * width * width <= HOST_CELLS:
-            return host.evaluate(codes, rows)
+            codes = codes.cpu()
+            return codes, host.evaluate(codes, rows)
+        codes = codes.to(device)
         if device not in places:
             places[device] = _Place(device, sides, weights, library)
         at = places[device]
         st = _State(codes, at.weights, gap, scoring.matrix.shape[0], at.lib, at.lib_val)
-        return evaluate_partitions(st, at.sides[rows], scoring, backend, consistency_weight)
+        return codes, evaluate_partitions(st, at.sides[rows], scoring, backend, consistency_weight)
 
     applied = 0
     every = torch.arange(len(parts))
     for _ in range(max_rounds):
-        diffs, w_a, w_b, ops = evaluate(codes, every)
+        codes, (diffs, w_a, w_b, ops) = evaluate(codes, every)
         gains = [d * a * b for d, a, b in zip(diffs, w_a, w_b)]
         order = [
             k
@@ -383,14 +387,14 @@ def refine(
         ]
         if not order:
             break
-        codes = _apply(codes, host.side(order[0], device), ops[order[0]], gap)
+        codes = _apply(codes, host.side(order[0], codes.device), ops[order[0]], gap)
         applied += 1
         for k in order[1 : 1 + FOLLOW_UPS]:
-            diff, _, _, one = evaluate(codes, every[k : k + 1])
+            codes, (diff, _, _, one) = evaluate(codes, every[k : k + 1])
             if diff[0] > 0:
-                codes = _apply(codes, host.side(k, device), one[0], gap)
+                codes = _apply(codes, host.side(k, codes.device), one[0], gap)
                 applied += 1
-    return codes, applied
+    return codes.to(device), applied
 
 
 class _Place:

@@ -72,34 +72,59 @@ def _divisors(prof, weight, occ_shift):
 @njit(cache=True, nogil=True)
 def _scores(prof_a, prof_b, matrix, wa, wb, occ_shift):
     """``int32 [n, m]`` column scores ``floor(P_a M P_bᵀ / (d_a d_b))``. Every product and
-    partial sum is an integer below 2^53 (``ops/colscores.py``), so the float64 loops are exact
-    and the floor of the correctly rounded quotient is the exact floor; float64 lets the inner
-    loop vectorise."""
-    n, m, n_alpha = prof_a.shape[0], prof_b.shape[0], matrix.shape[0]
+    partial sum is an integer of magnitude at most ``w_a max|M| w_b`` < 2^53
+    (``ops/colscores.py``), so the float64 loops are exact in any order and the floor of the
+    correctly rounded quotient is the exact floor; float64 lets the inner loop vectorise.
+    Each cell costs one multiply-add per residue type present in the sparser profile's column
+    (a group of k sequences has at most k), not one per letter of the alphabet."""
     da, db = _divisors(prof_a, wa, occ_shift), _divisors(prof_b, wb, occ_shift)
-    pm = np.zeros((n, n_alpha), np.float64)
-    for i in range(n):
-        for p in range(n_alpha):
-            if prof_a[i, p] != 0:
-                for q in range(n_alpha):
-                    pm[i, q] += prof_a[i, p] * matrix[p, q]
-    pbt = np.empty((n_alpha, m), np.float64)
+    if _nonzeros(prof_a) <= _nonzeros(prof_b):
+        return _sparse_rows(prof_a, prof_b, matrix, da, db)
+    return _sparse_rows(prof_b, prof_a, matrix.T, db, da).T.copy()
+
+
+@njit(cache=True, nogil=True)
+def _nonzeros(prof):
+    count = 0
+    for i in range(prof.shape[0]):
+        for p in range(prof.shape[1]):
+            count += prof[i, p] != 0
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _sparse_rows(prof_a, prof_b, matrix, da, db):
+    """:func:`_scores` row by row over the nonzero entries of ``prof_a``'s columns:
+    ``S[i] = floor(sum_p P_a[i, p] (M P_bᵀ)[p] / (d_a[i] d_b))``."""
+    n, m, n_alpha = prof_a.shape[0], prof_b.shape[0], matrix.shape[0]
+    mb = np.zeros((n_alpha, m), np.float64)  # M P_bᵀ
     for j in range(m):
         for q in range(n_alpha):
-            pbt[q, j] = prof_b[j, q]
+            v = prof_b[j, q]
+            if v != 0:
+                for p in range(n_alpha):
+                    mb[p, j] += matrix[p, q] * v
     dbf = db.astype(np.float64)
+    inv_b = 1.0 / dbf
     S = np.empty((n, m), np.int32)
     raw = np.empty(m, np.float64)
     for i in range(n):
         raw[:] = 0.0
-        for q in range(n_alpha):
-            v = pm[i, q]
+        for p in range(n_alpha):
+            v = np.float64(prof_a[i, p])
             if v != 0.0:
                 for j in range(m):
-                    raw[j] += v * pbt[q, j]
+                    raw[j] += v * mb[p, j]
         dai = np.float64(da[i])
+        inv_a = 1.0 / dai
         for j in range(m):
-            S[i, j] = np.int32(np.floor(raw[j] / (dai * dbf[j])))
+            # the quotient from reciprocals is within one of the floor; the exact products
+            # (below 2^53) settle it
+            d = dai * dbf[j]
+            q = np.floor(raw[j] * inv_a * inv_b[j])
+            q -= q * d > raw[j]
+            q += (q + 1.0) * d <= raw[j]
+            S[i, j] = np.int32(q)
     return S
 
 
