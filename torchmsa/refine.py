@@ -7,9 +7,8 @@ the score of the current path, times the groups' weight product so that gains of
 edges are in the same (weighted sum-of-pairs) units.
 
 A round evaluates every edge in one batched DP call, applies the best gain, then re-evaluates and
-applies the next candidates one by one against the updated alignment (speculatively in one
-batch: exactly the serial result); rounds repeat until no edge gains or the round cap is
-reached.
+applies the next candidates one by one against the updated alignment; rounds repeat until no
+edge gains or the round cap is reached.
 
 Evaluating a batch of edges is a fixed sequence of tensor operations on the alignment's device,
 whatever the number of edges: the groups' kept columns and profiles are matrix products of the
@@ -390,20 +389,11 @@ def refine(
             break
         codes = _apply(codes, host.side(order[0], codes.device), ops[order[0]], gap)
         applied += 1
-        # the follow-ups in order, each against the alignment left by those before it; the
-        # next waiting ones (one per host thread) are evaluated together against the current
-        # alignment, which is theirs up to the first that gains: that one is applied and the
-        # rest are evaluated again
-        pending = order[1 : 1 + FOLLOW_UPS]
-        while pending:
-            codes, (diff, _, _, some) = evaluate(codes, every[pending[:threads]])
-            hit = next((t for t, d in enumerate(diff) if d > 0), None)
-            if hit is None:  # none of them gains: the alignment stays theirs
-                pending = pending[len(diff) :]
-                continue
-            codes = _apply(codes, host.side(pending[hit], codes.device), some[hit], gap)
-            applied += 1
-            pending = pending[hit + 1 :]
+        for k in order[1 : 1 + FOLLOW_UPS]:
+            codes, (diff, _, _, one) = evaluate(codes, every[k : k + 1])
+            if diff[0] > 0:
+                codes = _apply(codes, host.side(k, codes.device), one[0], gap)
+                applied += 1
     return codes.to(device), applied
 
 
