@@ -145,8 +145,8 @@ def run_torchmsa(dataset, cases, ddir, args, device) -> tuple[list[dict], float,
             f"{tool:18s} {case['case']:12s} {row['seconds']:8.2f} s  SP {row['sp']:.3f}", flush=True
         )
     if device == "cuda" and args.overhead:
-        # after the timed pass: once torch.profiler has run, CUPTI stays attached to the process
-        # and later launches are slower, so a profiled case must not precede a timed one
+        # after the timed pass: a process that has run torch.profiler aligns more slowly
+        # afterwards (results/probes-small-cases.md), so no profiled case precedes a timed one
         for row, (inp, _, _) in zip(rows, files):
             if not row["error"]:
                 kern = _kernel_seconds(lambda p=str(inp): align(p, device=device, mode=args.mode))
