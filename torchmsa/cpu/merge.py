@@ -40,6 +40,39 @@ def _child(x, n, weight, n_leaves, seq_off, codes, prof_pool, both_pool, row, bn
 
 
 @njit(cache=True, nogil=True)
+def _add_child(
+    x,
+    n,
+    weight,
+    to,
+    width,
+    rows,
+    bnds,
+    n_leaves,
+    seq_off,
+    codes,
+    prof_pool,
+    both_pool,
+    row,
+    bnd,
+    n_alpha,
+):
+    """Adds node ``x``'s profile and boundary weights (its column k going to parent column
+    ``to[k]``) to the parent's, which start at ``rows`` / ``bnds`` in the pools, past every
+    child's, straight from the leaf's codes or the node's pool rows (no copy as in
+    :func:`_child`)."""
+    if x < n_leaves:
+        for k in range(n):
+            prof_pool[rows + to[k], codes[seq_off[x] + k]] += weight
+        _merge_both(np.full(n + 1, weight, np.int64), to, n, width, both_pool, bnds)
+    else:
+        for k in range(n):
+            for c in range(n_alpha):
+                prof_pool[rows + to[k], c] += prof_pool[row[x] + k, c]
+        _merge_both(both_pool[bnd[x] : bnd[x] + n + 1], to, n, width, both_pool, bnds)
+
+
+@njit(cache=True, nogil=True)
 def _costs(prof, both, weight, gap_open, t_num, t_den, occ_shift):
     """Opening and closing halves of each boundary's gap cost, and the residue factors."""
     n = prof.shape[0]
@@ -245,8 +278,6 @@ def merge_nodes(
             q = lo + k
             a, b, par = pairs[q, 0], pairs[q, 1], pairs[q, 2]
             n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
-            prof_a, both_a = _child(a, n, wa, *args)
-            prof_b, both_b = _child(b, m, wb, *args)
             ops, width = ops_buf[ops_off[k] : ops_off[k + 1]], widths[k]
             map_a = new_col[used : used + n]
             map_b = new_col[used + n : used + n + m]
@@ -269,14 +300,8 @@ def merge_nodes(
                         node_of_seq[sq] = par
             prof_pool[rows_used : rows_used + width] = 0
             both_pool[bnds_used : bnds_used + width + 1] = 0
-            for c in range(n):
-                for x in range(n_alpha):
-                    prof_pool[rows_used + map_a[c], x] += prof_a[c, x]
-            for c in range(m):
-                for x in range(n_alpha):
-                    prof_pool[rows_used + map_b[c], x] += prof_b[c, x]
-            _merge_both(both_a, map_a, n, width, both_pool, bnds_used)
-            _merge_both(both_b, map_b, m, width, both_pool, bnds_used)
+            _add_child(a, n, wa, map_a, width, rows_used, bnds_used, *args)
+            _add_child(b, m, wb, map_b, width, rows_used, bnds_used, *args)
             cols[par] = width
             weights[par] = wa + wb
             row[par] = rows_used
