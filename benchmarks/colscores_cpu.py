@@ -1,12 +1,13 @@
 """Nanoseconds per cell of the numba column scores and of the profile DP, on the CPU, one thread.
 
-    python -m benchmarks.colscores_cpu [--cols 550] [--groups 1x10,5x6,30x40] [--reps 20]
+    python -m benchmarks.colscores_cpu [--cols 300,550,1000] [--groups 1x10,5x6,30x40] [--reps 20]
         [--name colscores_cpu] [--out DIR]
 
 Random profiles of two groups of k_a and k_b sequences (every column full, residues drawn from
 20 letters, weight 256 per sequence) against the pipeline's protein matrix:
 ``cpu.merge._scores`` (the loops over the sparser profile's nonzero entries) and
-``cpu.dp._profile_align`` on its scores. Minimum of ``--reps`` timed calls after a warm call.
+``cpu.dp._profile_align`` on its scores, for each width in ``--cols`` (n x n + 10 columns).
+Minimum of ``--reps`` timed calls after a warm call.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _best(fn, args, reps):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cols", type=int, default=550)
+    ap.add_argument("--cols", default="300,550,1000")
     ap.add_argument("--groups", default="1x10,5x6,30x40")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--name", default="colscores_cpu")
@@ -55,9 +56,9 @@ def main(argv=None) -> int:
     num, den = scoring.terminal
     rng = np.random.default_rng(0)
     rows = []
-    for spec in args.groups.split(","):
+    for spec, cols in ((g, int(c)) for c in args.cols.split(",") for g in args.groups.split(",")):
         ka, kb = (int(x) for x in spec.split("x"))
-        n, m = args.cols, args.cols + 10
+        n, m = cols, cols + 10
         pa, pb = _profile(rng, n, ka, matrix.shape[0]), _profile(rng, m, kb, matrix.shape[0])
         wa, wb = 256 * ka, 256 * kb
         S = _scores(pa, pb, matrix, wa, wb, OCC_SHIFT)
@@ -82,15 +83,15 @@ def main(argv=None) -> int:
         rows.append(
             {
                 "groups": spec,
-                "cells": n * m,
+                "columns": f"{n} x {m}",
                 "scores_ns_per_cell": round(t_s / (n * m) * 1e9, 3),
                 "dp_ns_per_cell": round(t_d / (n * m) * 1e9, 3),
             }
         )
         print(rows[-1], flush=True)
     header = (
-        f"Numba column scores and profile DP, one call at a time on one thread, {args.cols} x "
-        f"{args.cols + 10} columns, groups k_a x k_b sequences, best of {args.reps}.\n"
+        "Numba column scores and profile DP, one call at a time on one thread, groups k_a x k_b "
+        f"sequences, best of {args.reps}.\n"
     )
     write_results(args.name, rows, header, out_dir=args.out, metadata=run_metadata("cpu"))
     return 0

@@ -15,6 +15,8 @@
 #   kmer      benchmarks.kmer_gpu;  families  benchmarks.large_families
 #   stages    benchmarks.stages (STAGE_CASES, STAGE_ARGS)
 #   linkage   benchmarks.linkage_gpu (LINK_ARGS)
+#   ab        benchmarks.ab_cases --device cuda (AB_ARGS: cases, variants, name)
+#   dp-cpu    benchmarks.colscores_cpu on the machine's CPU (DP_ARGS)
 # Triton's kernel cache goes back as $OUT/triton_cache.tgz; name that file (carried in an
 # ignored folder) in TRITON_CACHE_TGZ on the next call and a fresh machine starts with it
 # (a cold cache costs minutes of compiling: README, "First run on a machine").
@@ -63,6 +65,9 @@ for stage in "$@"; do
     stages) py -m benchmarks.stages ${STAGE_CASES:+--cases $STAGE_CASES} ${STAGE_ARGS:-} --out "$OUT" 2>&1 \
               | tail -20 ;;
     linkage) py -m benchmarks.linkage_gpu ${LINK_ARGS:-} --out "$OUT" 2>&1 | tail -20 ;;
+    ab) eval "py -m benchmarks.ab_cases --device cuda ${AB_ARGS:-} --out \"\$OUT\"" 2>&1 \
+          | tee "$OUT/ab.log" | grep -E "^==|Error" ;;
+    dp-cpu) py -m benchmarks.colscores_cpu ${DP_ARGS:-} --out "$OUT" 2>&1 | tail -12 ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
   [ "${PIPESTATUS[0]}" = 0 ] || status=1

@@ -245,6 +245,18 @@ def test_row_vectorised_fill_equals_scalar_fill(mode):
         )
 
 
+def test_prefix_max_equals_a_running_maximum():
+    from torchmsa.cpu import dp_rows
+
+    rng = np.random.default_rng(13)
+    for m in list(range(42)) + [301, 1000]:
+        u = rng.integers(-(1 << 30), 1 << 30, m + 1).astype(np.int32)
+        e = np.full(m + 1, 7, np.int32)
+        dp_rows._prefix_max(u, e, m)
+        want = np.maximum.accumulate(np.maximum(u[:m], dp_rows.NEG))
+        assert e[0] == 7 and np.array_equal(e[1:], want)
+
+
 def test_path_score_of_the_optimal_path_is_the_dp_score():
     rng = np.random.default_rng(12)
     for _ in range(400):

@@ -154,9 +154,12 @@ def split_cost(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 # a level of at most CPU_LEVEL_CELLS DP cells, none of its pairs above CPU_PAIR_CELLS, runs in
 # numba (its pairs in parallel), also on a GPU: there a level costs launches (about 6 ms on an
-# H100) while one wide pair costs a host thread more (stages-levels-numba.md)
+# H100) while one wide pair costs a host thread more (stages-levels-numba.md). On the CPU the
+# pair cap is CPU_DEVICE_PAIR_CELLS: the batched level runs its pairs' DPs in numba too, after
+# tensor work that costs more than the numba merges (ab_cases-cpu-pair-cap.md)
 CPU_LEVEL_CELLS = 1 << 22
 CPU_PAIR_CELLS = 1 << 19
+CPU_DEVICE_PAIR_CELLS = 1 << 62
 POOL_ROWS = 1024  # first size of a device's node pool
 # device bytes of a batched level per DP cell (packed scores, the bucket's float64 products and
 # their int32 copy, scatter indices) and per child column and residue (profiles and products)
@@ -676,6 +679,7 @@ def progressive_align(
     # tests) keeps every level batched
     cpu = torch.device("cpu")
     numba_ok = device.type == "cuda" or backend in ("auto", "cpu")
+    pair_cap = CPU_DEVICE_PAIR_CELLS if device.type == "cpu" else CPU_PAIR_CELLS
     pieces: dict[torch.device, list] = {}
     done, total = 0, forest.children.shape[0]
     run: list[np.ndarray] = []
@@ -697,7 +701,7 @@ def progressive_align(
         pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
         pair_cells = bound[pairs[:, 0]] * bound[pairs[:, 1]]
         cells = int(pair_cells.sum())
-        small = cells <= CPU_LEVEL_CELLS and int(pair_cells.max()) <= CPU_PAIR_CELLS
+        small = cells <= CPU_LEVEL_CELLS and int(pair_cells.max()) <= pair_cap
         if numba_ok and small:
             if not run:
                 bound = st.cols.copy()

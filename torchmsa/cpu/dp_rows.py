@@ -39,30 +39,64 @@ def facing(cost, res):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def _row_e(t, e, h0, m, ext, g_open, g_close, mode, scan_ok):
+def _prefix_max(u, e, m):
+    """``e[k + 1] = max(NEG, u[0..k])`` for k < m.
+
+    Four quarters of the row are scanned side by side, then each later quarter takes the
+    maximum of those before it: four short dependency chains instead of one long one (a
+    single running maximum costs a compare per element in sequence, which the x86 back end
+    turns into a branch that mispredicts on real scores: half the fill's time at 400+
+    columns, ``benchmarks/results/dp_cpu.md``).
+    """
+    q = m // 4
+    r0 = r1 = r2 = r3 = np.int32(NEG)
+    for k in range(q):
+        r0 = max(r0, u[k])
+        e[k + 1] = r0
+        r1 = max(r1, u[q + k])
+        e[q + k + 1] = r1
+        r2 = max(r2, u[2 * q + k])
+        e[2 * q + k + 1] = r2
+        r3 = max(r3, u[3 * q + k])
+        e[3 * q + k + 1] = r3
+    for k in range(4 * q, m):
+        r3 = max(r3, u[k])
+        e[k + 1] = r3
+    carry = r0
+    for j in range(q + 1, 2 * q + 1):
+        e[j] = max(e[j], carry)
+    carry = max(carry, r1)
+    for j in range(2 * q + 1, 3 * q + 1):
+        e[j] = max(e[j], carry)
+    carry = max(carry, r2)
+    for j in range(3 * q + 1, m + 1):
+        e[j] = max(e[j], carry)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def _row_e(t, e, u, h0, m, ext, g_open, g_close, mode, scan_ok):
     """E of one row into ``e[1..m]`` from ``t`` (max of diagonal and up) and ``h0 = H[i, 0]``.
 
-    ``g_open[j]``, ``g_close[j]``: the row's costs of gaps facing column j. A running maximum
-    when ``scan_ok`` and ``g_close[j-1] + g_open[j] >= ext`` (module docstring), else the scalar
-    chain through H.
+    ``g_open[j]``, ``g_close[j]``: the row's costs of gaps facing column j; ``u``: scratch of
+    ``m + 1``. A running maximum when ``scan_ok`` and ``g_close[j-1] + g_open[j] >= ext``
+    (module docstring), else the scalar chain through H.
     """
     zero = np.int32(0)
     if scan_ok and ext > 0:
+        short = 0
         for j in range(2, m + 1):
-            if g_close[j - 1] + g_open[j] < ext:
-                scan_ok = False
-                break
+            short |= g_close[j - 1] + g_open[j] < ext
+        scan_ok = short == 0
     if scan_ok:
-        run = np.int32(NEG)
-        u = h0 - g_open[1] if m > 0 else h0
-        for j in range(1, m + 1):
-            run = max(run, u)
-            e[j] = run
-            tj = t[j]
+        # u[k]: what enters the running maximum at column k + 1 (k = 0: H[i, 0])
+        if m > 0:
+            u[0] = h0 - g_open[1]
+        for k in range(1, m):
+            tk = t[k]
             if mode == LOCAL:
-                tj = max(tj, zero)
-            if j < m:
-                u = tj - g_open[j + 1] + j * ext
+                tk = max(tk, zero)
+            u[k] = tk - g_open[k + 1] + k * ext
+        _prefix_max(u, e, m)
         for j in range(1, m + 1):
             e[j] = e[j] - (j - 1) * ext
     else:
@@ -84,6 +118,7 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode
     f = np.full(m + 1, NEG, np.int32)
     t = np.empty(m + 1, np.int32)
     e = np.empty(m + 1, np.int32)
+    u = np.empty(m + 1, np.int32)
     bits = np.empty(m + 1, np.uint8)
     ob = np.empty(m + 1, np.int32)  # the row's costs of gaps in b (they face a's row i)
     cb = np.empty(m + 1, np.int32)
@@ -130,7 +165,7 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode
             t[j] = fc if up else d
             bits[j] = (F_EXT if f_ext >= f_open else 0) | (H_UP if up else 0)
         hn[0] = h0
-        _row_e(t, e, h0, m, ext, oa, ca, mode, scan_ok)
+        _row_e(t, e, u, h0, m, ext, oa, ca, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
             ec = e[j] - ca[j]
@@ -183,6 +218,7 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
     f = np.full(m + 1, NEG, np.int32)
     t = np.empty(m + 1, np.int32)
     e = np.empty(m + 1, np.int32)
+    u = np.empty(m + 1, np.int32)
     hp[0] = 0
     for j in range(1, m + 1):
         hp[j] = -(go + (j - 1) * ge) if mode == GLOBAL else 0
@@ -201,7 +237,7 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
             fv = max(f[j] - ge, hp[j] - go)
             f[j] = fv
             t[j] = max(hp[j - 1] + row[j - 1], fv)
-        _row_e(t, e, h0, m, ge, g_open, g_close, mode, scan_ok)
+        _row_e(t, e, u, h0, m, ge, g_open, g_close, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
             h = max(t[j], e[j])

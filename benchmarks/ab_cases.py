@@ -1,0 +1,161 @@
+"""Per-case wall time of torchmsa under settings A, B, ... interleaved in one process.
+
+    python -m benchmarks.ab_cases [--dataset balibase3] [--cases small] [--device cpu]
+        [--limit N] [--mode default] [--variant base]
+        [--variant nocap:progressive.CPU_PAIR_CELLS=2**40] [--reps 3] [--threads N]
+        [--name ab_cases] [--out DIR]
+
+A variant is ``label`` or ``label:module.NAME=expr,...`` (modules of ``torchmsa``; ``expr`` is
+a Python integer expression). Each repetition aligns every case once under every variant in
+turn, so a variant never gains from running on a quieter stretch of a shared machine; a case's
+time is its best repetition. ``--cases small`` takes BAliBASE's small cases (at most
+``e2e_gpu.SMALL_N`` sequences of at most ``e2e_gpu.SMALL_LEN`` residues), ``all`` every case,
+else a comma list of names, prefixes or reference sets; ``--limit`` keeps that many of them,
+evenly spaced. Every variant must give the first variant's
+alignments (the settings under test only move work); a difference is an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import statistics
+import time
+
+from benchmarks.accuracy import case_files, load_cases, select_cases
+from benchmarks.common import DATA_DIR, run_metadata, write_results
+from benchmarks.e2e_gpu import SMALL_LEN, SMALL_N
+
+
+def _int_expr(text: str) -> int:
+    """A literal integer expression (``2**40``, ``1 << 22``, ``-1``) without ``eval``."""
+    node = ast.parse(text, mode="eval").body
+
+    def ev(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            ops = {ast.Pow: pow, ast.LShift: int.__lshift__, ast.Mult: int.__mul__}
+            if type(n.op) in ops:
+                return ops[type(n.op)](a, b)
+        raise ValueError(f"not an integer expression: {text}")
+
+    return ev(node)
+
+
+def parse_variant(spec: str) -> tuple[str, list[tuple[object, str, int]]]:
+    """``label:module.NAME=expr,...`` -> (label, [(module, NAME, value), ...])."""
+    label, _, body = spec.partition(":")
+    sets = []
+    for item in filter(None, body.split(",")):
+        target, _, expr = item.partition("=")
+        mod, _, name = target.rpartition(".")
+        module = importlib.import_module(f"torchmsa.{mod}")
+        if not hasattr(module, name):
+            raise ValueError(f"torchmsa.{mod} has no {name}")
+        sets.append((module, name, _int_expr(expr)))
+    return label, sets
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default="balibase3")
+    ap.add_argument("--cases", default="small")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many, evenly spaced")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--mode", default="default")
+    ap.add_argument("--variant", action="append", default=None)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0, help="numba/torch threads (0: as is)")
+    ap.add_argument("--name", default="ab_cases")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    import numba
+    import torch
+
+    import torchmsa
+    from torchmsa.io import read_sequences
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        numba.set_num_threads(args.threads)
+    variants = [parse_variant(v) for v in (args.variant or ["base"])]
+    data = DATA_DIR / args.dataset
+    table = load_cases(data)
+    if args.cases in ("small", "all"):
+        picked = [
+            c
+            for c in table
+            if args.cases == "all" or (int(c["nseq"]) <= SMALL_N and int(c["max_len"]) <= SMALL_LEN)
+        ]
+    else:
+        picked = select_cases(table, args.cases.split(","), None)
+    picked = select_cases(picked, [], args.limit)
+    inputs = {c["case"]: read_sequences(str(case_files(data, c["case"])[0])) for c in picked}
+    defaults = {(m, n): getattr(m, n) for _, sets in variants for m, n, _ in sets}
+
+    def run(case, sets):
+        for (m, n), v in defaults.items():
+            setattr(m, n, v)
+        for m, n, v in sets:
+            setattr(m, n, v)
+        t = time.perf_counter()
+        aln = torchmsa.align(inputs[case], device=args.device, mode=args.mode)
+        if aln.codes.is_cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter() - t, aln.codes.cpu()
+
+    for case in inputs:  # compiles and caches, untimed
+        run(case, variants[0][1])
+    best: dict[tuple[str, str], float] = {}
+    for _ in range(args.reps):
+        for case in inputs:
+            first = None
+            for label, sets in variants:
+                seconds, codes = run(case, sets)
+                key = (label, case)
+                best[key] = min(best.get(key, seconds), seconds)
+                if first is None:
+                    first = codes
+                elif not torch.equal(first, codes):
+                    raise RuntimeError(f"{case}: variant {label} changed the alignment")
+    for (m, n), v in defaults.items():
+        setattr(m, n, v)
+    rows = [
+        {"variant": label, "case": case, "ms": round(1000 * best[label, case], 2)}
+        for label, _ in variants
+        for case in inputs
+    ]
+    summary = []
+    for label, _ in variants:
+        ms = [best[label, c] * 1000 for c in inputs]
+        summary.append(
+            {
+                "variant": label,
+                "cases": len(ms),
+                "median_ms": round(statistics.median(ms), 2),
+                "total_s": round(sum(ms) / 1000, 3),
+            }
+        )
+        print(f"== {label}: median {summary[-1]['median_ms']} ms, total {summary[-1]['total_s']} s")
+    settings = "; ".join(
+        f"`{label}`: " + (", ".join(f"{m.__name__}.{n}={v}" for m, n, v in sets) or "defaults")
+        for label, sets in variants
+    )
+    header = (
+        f"{args.dataset} cases `{args.cases}` on `{args.device}`, mode `{args.mode}`: best of "
+        f"{args.reps} interleaved repetitions per case; every variant gave the first one's "
+        f"alignments. Variants: {settings}.\n"
+    )
+    meta = run_metadata(args.device)
+    write_results(args.name, summary, header, args.out, meta)
+    write_results(f"{args.name}-cases", rows, "", args.out, meta, markdown=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
