@@ -70,7 +70,7 @@ AUTO_ACCURATE_MAX_LEN = 2000
 REFINE_MAX_N = 500
 # On a GPU (backend "auto"), jobs with N L^2 at most this run wholly on the host, where they
 # are faster (benchmarks/results/probes-small-cases.md, ab_cases-h100-*.md; README, Architecture)
-HOST_JOB_CELLS = 1 << 24
+HOST_JOB_CELLS = 1 << 25
 MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see ops.colscores.column_scores)
 
 
