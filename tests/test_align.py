@@ -253,3 +253,19 @@ def test_mostly_empty_inputs_in_every_mode(mode):
         aln = torchmsa.align(seqs, device="cpu", mode=mode)
         assert [r.replace("-", "") for r in aln.rows] == [s.replace("-", "") for s in seqs]
         assert len({len(r) for r in aln.rows}) == 1
+
+
+def test_host_jobs_are_capped_by_cells_and_by_sequences(monkeypatch):
+    from torchmsa import pipeline
+    from torchmsa.sequences import SequenceBatch
+
+    monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", 4 * 10 * 10)
+    monkeypatch.setattr(pipeline, "HOST_JOB_MAX_N", 5)
+
+    def job(n, length):
+        return SequenceBatch.from_input({f"s{k}": "A" * length for k in range(n)})
+
+    assert pipeline._host_job(job(4, 10))
+    assert not pipeline._host_job(job(4, 11))  # N L^2 above the cells
+    assert pipeline._host_job(job(5, 8))
+    assert not pipeline._host_job(job(6, 8))  # within the cells, above the sequences

@@ -68,9 +68,13 @@ CONSISTENCY_WEIGHT = 16  # DP units per unit of normalised consistency (64 = all
 AUTO_ACCURATE_MAX_N = 200
 AUTO_ACCURATE_MAX_LEN = 2000
 REFINE_MAX_N = 500
-# On a GPU (backend "auto"), jobs with N L^2 at most this run wholly on the host, where they
-# are faster (benchmarks/results/probes-small-cases.md, ab_cases-h100-*.md; README, Architecture)
+# On a GPU (backend "auto"), jobs of at most HOST_JOB_MAX_N sequences with N L^2 at most
+# HOST_JOB_CELLS run wholly on the host, where they are faster (benchmarks/results/
+# probes-small-cases.md, ab_cases-h100-jobs-turned.md; README, Architecture). The host won up to
+# 1,074 sequences (balifam1000) and took 11x the GPU's time at 10,011 short ones (its guide
+# tree: e2e_gpu-balifam-dp.md, PF00037); the cap between them is not measured.
 HOST_JOB_CELLS = 1 << 25
+HOST_JOB_MAX_N = 2048
 MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see ops.colscores.column_scores)
 
 
@@ -188,10 +192,12 @@ def _progressive_jobs(batches, trees, scoring, backend, progress):
 
 
 def _host_job(batch: SequenceBatch) -> bool:
-    """Whether a job is small enough to run on the host rather than a GPU: ``N L^2`` (its
-    sequences times the square of the longest) at most :data:`HOST_JOB_CELLS`."""
+    """Whether a job is small enough to run on the host rather than a GPU: at most
+    :data:`HOST_JOB_MAX_N` sequences and ``N L^2`` (sequences times the square of the longest)
+    at most :data:`HOST_JOB_CELLS`."""
     longest = int(batch.lengths.max()) if len(batch) else 0
-    return len(batch) * longest * longest <= HOST_JOB_CELLS
+    n = len(batch)
+    return n <= HOST_JOB_MAX_N and n * longest * longest <= HOST_JOB_CELLS
 
 
 def _resolve_mode(mode: str, batch: SequenceBatch) -> str:
