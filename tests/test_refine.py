@@ -231,28 +231,3 @@ def test_numba_edge_evaluation_equals_the_batched_one(seed):
         assert got[:3] == want[:3]
         assert all(torch.equal(a, b) for a, b in zip(got[3], want[3]))
         assert any(d > 0 for d in want[0])  # some edge gains: the paths are not all the old
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_host_merge_equals_the_tensor_merge(seed):
-    """``merge_sides`` (numba, the host's merges) against the device's tensor operations, on
-    CPU tensors: gappy groups, an empty row, paths with every kind of step."""
-    from torchmsa.cpu.dp import OP_LEFT, OP_MATCH, OP_UP
-    from torchmsa.refine import _apply, _apply_tensors
-
-    rng = np.random.default_rng(seed)
-    n, width = 9, 40
-    codes = rng.integers(0, 20, (n, width))
-    codes[rng.random((n, width)) < 0.5] = GAP
-    codes[2] = GAP
-    codes = torch.tensor(codes, dtype=torch.uint8)
-    for _ in range(20):
-        side = torch.tensor(rng.random(n) < 0.5)
-        res = codes != GAP
-        a, b = int(res[side].any(0).sum()), int(res[~side].any(0).sum())
-        match = int(rng.integers(0, min(a, b) + 1))
-        ops = [OP_MATCH] * match + [OP_UP] * (a - match) + [OP_LEFT] * (b - match)
-        ops = torch.tensor(rng.permutation(ops), dtype=torch.uint8)
-        want = _apply_tensors(codes, side, ops, GAP)
-        assert torch.equal(_apply(codes, side, ops, GAP), want)
-        assert want.shape == (n, len(ops))

@@ -28,7 +28,7 @@ import torch
 from torchmsa.consistency import Library
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.cpu.dp_rows import OCC_SHIFT, RES_SHIFT
-from torchmsa.cpu.refine import entries_by_row, evaluate_edges, merge_sides
+from torchmsa.cpu.refine import entries_by_row, evaluate_edges
 from torchmsa.ops.colscores import batched_column_scores
 from torchmsa.ops.kmer_stream import memory_budget
 from torchmsa.ops.profile import profile_align
@@ -303,14 +303,7 @@ def evaluate_partitions(st, sides, scoring, backend, consistency_weight=0):
 
 
 def _apply(codes, side, ops, gap):
-    """The alignment with group A (rows of ``side``) and B merged along ``ops``: on the host one
-    compiled pass (:func:`torchmsa.cpu.refine.merge_sides`), on a device tensor operations."""
-    if codes.device.type == "cpu":
-        return torch.from_numpy(merge_sides(codes.numpy(), side.numpy(), ops.numpy(), gap))
-    return _apply_tensors(codes, side, ops, gap)
-
-
-def _apply_tensors(codes, side, ops, gap):
+    """The alignment with group A (rows of ``side``) and B merged along ``ops``."""
     ops = ops.to(codes.device)
     res = codes != gap
     rows_a = torch.nonzero(side).squeeze(1)

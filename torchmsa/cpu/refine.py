@@ -18,7 +18,7 @@ from numba import njit, prange
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP, _profile_align, path_score
 from torchmsa.cpu.merge import _costs, _scores, add_floored
 
-__all__ = ["evaluate_edges", "entries_by_row", "merge_sides", "residue_columns"]
+__all__ = ["evaluate_edges", "entries_by_row", "residue_columns"]
 
 
 def entries_by_row(lib: np.ndarray, val: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,31 +219,3 @@ def evaluate_edges(
         info[k, 1] = wa
         info[k, 2] = wb
         info[k, 3] = n_ops
-
-
-@njit(cache=True, nogil=True)
-def merge_sides(codes, side, ops, gap):
-    """The alignment with group A (rows where ``side``) and group B merged along ``ops``: each
-    group keeps its columns that hold a residue, in order; ``OP_MATCH`` takes the next of both,
-    ``OP_UP`` the next of A (B gets gaps), ``OP_LEFT`` the next of B. ``uint8 [N, len(ops)]``."""
-    n, width = codes.shape
-    keep_a = np.zeros(width, np.bool_)
-    keep_b = np.zeros(width, np.bool_)
-    for r in range(n):
-        keep = keep_a if side[r] else keep_b
-        for c in range(width):
-            if codes[r, c] != gap:
-                keep[c] = True
-    cols_a, cols_b = np.nonzero(keep_a)[0], np.nonzero(keep_b)[0]
-    out = np.full((n, ops.size), gap, np.uint8)
-    ia = ib = 0
-    for k in range(ops.size):
-        take_a, take_b = ops[k] != OP_LEFT, ops[k] != OP_UP
-        for r in range(n):
-            if side[r] and take_a:
-                out[r, k] = codes[r, cols_a[ia]]
-            elif not side[r] and take_b:
-                out[r, k] = codes[r, cols_b[ib]]
-        ia += take_a
-        ib += take_b
-    return out
