@@ -8,10 +8,11 @@ row's opening and closing costs ``o[j]``, ``c[j]`` of gaps in a (facing column j
 
 When ``c[j-1] + o[j] >= ext`` for every j the second term of H never beats extending, so
 ``E[j] = max_{k<j} (T'[k] - o[k+1] - (j-1-k) ext)`` with ``T'`` = T (clamped at 0 in local
-mode, and H[i, 0] at k = 0): a running maximum of ``T'[k] - o[k+1] + k ext``, whose
-loop-carried chain is a single ``max``. Every other step is elementwise over the row and
-vectorises. Rows where the condition fails (or where ``m * ext`` could overflow int32) run the
-scalar row instead, so the result is always that of ``dp._fill``, bits included.
+mode, and H[i, 0] at k = 0): a running maximum of ``T'[k] - o[k+1] + k ext``, scanned as
+four interleaved chains of one ``max`` each (:func:`_prefix_max`). Every other step is
+elementwise over the row and vectorises. Rows where the condition fails (or where
+``m * ext`` could overflow int32) run the scalar row instead, so the result is always that of
+``dp._fill``, bits included.
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ def _prefix_max(u, e, m):
     """``e[k + 1] = max(NEG, u[0..k])`` for k < m.
 
     Four quarters of the row are scanned side by side, then each later quarter takes the
-    maximum of those before it: four short dependency chains instead of one long one (a
-    single running maximum costs a compare per element in sequence, which the x86 back end
-    turns into a branch that mispredicts on real scores: half the fill's time at 400+
-    columns, ``benchmarks/results/dp_cpu.md``).
+    maximum of those before it: four short dependency chains instead of one long one. A
+    single running maximum waits on a compare per element, which the x86 back end turns into
+    a branch that mispredicts on real scores: the fill took 2.6-4.1 ns per cell at 550 and
+    1,000 columns, 1.9-2.3 now (``benchmarks/results/colscores_cpu.md`` against
+    ``colscores_cpu-4bf7b59.md``).
     """
     q = m // 4
     r0 = r1 = r2 = r3 = np.int32(NEG)
