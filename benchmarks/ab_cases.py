@@ -91,11 +91,14 @@ def main(argv=None) -> int:
         picked = [
             c
             for c in table
-            if args.cases == "all" or (int(c["nseq"]) <= SMALL_N and int(c["max_len"]) <= SMALL_LEN)
+            if args.cases == "all"
+            or (int(c.get("nseq", c.get("nseq_in"))) <= SMALL_N and int(c["max_len"]) <= SMALL_LEN)
         ]
     else:
         picked = select_cases(table, args.cases.split(","), None)
     picked = select_cases(picked, [], args.limit)
+    if not picked:
+        raise SystemExit(f"error: no {args.dataset} case matches --cases {args.cases}")
     inputs = {c["case"]: read_sequences(str(case_files(data, c["case"])[0])) for c in picked}
     defaults = {(m, n): getattr(m, n) for _, sets in variants for m, n, _ in sets}
 
