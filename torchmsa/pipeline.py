@@ -70,9 +70,10 @@ AUTO_ACCURATE_MAX_LEN = 2000
 REFINE_MAX_N = 500
 # On a GPU (backend "auto"), jobs of at most HOST_JOB_MAX_N sequences with N L^2 at most
 # HOST_JOB_CELLS run wholly on the host, where they are faster (benchmarks/results/
-# probes-small-cases.md, ab_cases-h100-jobs-turned.md; README, Architecture). The host won up to
-# 1,074 sequences (balifam1000) and took 11x the GPU's time at 10,011 short ones (its guide
-# tree: e2e_gpu-balifam-dp.md, PF00037); the cap between them is not measured.
+# probes-small-cases.md, ab_cases-h100-jobs-turned.md; README, Architecture). Families of
+# about 1,000 sequences ran well there (balifam1000); 10,011 short ones took 6.8x the GPU's
+# time (its guide tree: e2e_gpu-balifam-dp.md against -balifam10000-cap.md, PF00037). The
+# cap between them is not measured.
 HOST_JOB_CELLS = 1 << 25
 HOST_JOB_MAX_N = 2048
 MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see ops.colscores.column_scores)
