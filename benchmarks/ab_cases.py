@@ -9,11 +9,10 @@ A variant is ``label`` or ``label:module.NAME=expr,...`` (modules of ``torchmsa`
 a Python integer expression). Each repetition aligns every case once under every variant in
 turn, so a variant never gains from running on a quieter stretch of a shared machine, and the
 order of the variants turns from case to case, so none always runs first; a case's time is its
-best repetition. ``--cases small`` takes BAliBASE's small cases (at most
-``e2e_gpu.SMALL_N`` sequences of at most ``e2e_gpu.SMALL_LEN`` residues), ``all`` every case,
-else a comma list of names, prefixes or reference sets; ``--limit`` keeps that many of them,
-evenly spaced. Every variant must give the same
-alignments (the settings under test only move work); a difference is an error.
+best repetition. ``--cases small`` takes BAliBASE's small cases (``e2e_gpu.small_case``),
+``all`` every case, else a comma list of names, prefixes or reference sets; ``--limit`` keeps
+that many of them, evenly spaced. Every variant must give the same alignments (the settings
+under test only move work); a difference is an error.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import time
 
 from benchmarks.accuracy import case_files, load_cases, select_cases
 from benchmarks.common import DATA_DIR, run_metadata, write_results
-from benchmarks.e2e_gpu import SMALL_LEN, SMALL_N
+from benchmarks.e2e_gpu import small_case
 
 
 def _int_expr(text: str) -> int:
@@ -88,12 +87,7 @@ def main(argv=None) -> int:
     data = DATA_DIR / args.dataset
     table = load_cases(data)
     if args.cases in ("small", "all"):
-        picked = [
-            c
-            for c in table
-            if args.cases == "all"
-            or (int(c.get("nseq", c.get("nseq_in"))) <= SMALL_N and int(c["max_len"]) <= SMALL_LEN)
-        ]
+        picked = [c for c in table if args.cases == "all" or small_case(c)]
     else:
         picked = select_cases(table, args.cases.split(","), None)
     picked = select_cases(picked, [], args.limit)

@@ -89,11 +89,11 @@ def _row(dataset, case, tool, threads):
         "seconds": math.nan,
         "overhead_s": math.nan,
         "error": "",
-        "small": _small(case),
+        "small": small_case(case),
     }
 
 
-def _small(case) -> bool:
+def small_case(case) -> bool:
     """A small case: at most :data:`SMALL_N` sequences of at most :data:`SMALL_LEN` residues
     (from ``cases.tsv``)."""
     try:
