@@ -231,3 +231,41 @@ def test_numba_edge_evaluation_equals_the_batched_one(seed):
         assert got[:3] == want[:3]
         assert all(torch.equal(a, b) for a, b in zip(got[3], want[3]))
         assert any(d > 0 for d in want[0])  # some edge gains: the paths are not all the old
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_numba_path_merge_equals_the_tensor_one(seed):
+    """``apply_path`` (host codes) and the tensor merge give the same alignment for random
+    groups and paths, one group's rows empty included."""
+    from torchmsa.cpu.dp import OP_LEFT, OP_MATCH, OP_UP
+    from torchmsa.cpu.refine import apply_path
+    from torchmsa.refine import _apply_tensors
+
+    rng = np.random.default_rng(seed)
+    n, width = 9, 40
+    codes = rng.integers(0, 20, (n, width)).astype(np.uint8)
+    codes[rng.random((n, width)) < 0.5] = GAP
+    codes[2] = GAP
+    side = rng.random(n) < 0.4
+    side[2] = True
+    side[0], side[1] = True, False
+    cols_a = int((codes[side] != GAP).any(0).sum())
+    cols_b = int((codes[~side] != GAP).any(0).sum())
+    # a random path consuming exactly the kept columns of both groups
+    steps = [OP_UP] * cols_a + [OP_LEFT] * cols_b
+    rng.shuffle(steps)
+    path = []
+    for op in steps:  # fuse some UP, LEFT neighbours into matches
+        if path and {path[-1], op} == {OP_UP, OP_LEFT} and rng.random() < 0.5:
+            path[-1] = OP_MATCH
+        else:
+            path.append(op)
+    ops = np.array(path, np.uint8)
+    got = apply_path(codes, side, ops, GAP)
+    want = _apply_tensors(
+        torch.from_numpy(codes), torch.from_numpy(side), torch.from_numpy(ops), GAP
+    )
+    assert np.array_equal(got, want.numpy())
+    assert got.shape == (n, len(path))
+    for r in range(n):  # every row keeps its residues in order
+        assert np.array_equal(got[r][got[r] != GAP], codes[r][codes[r] != GAP])

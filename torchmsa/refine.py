@@ -28,7 +28,7 @@ import torch
 from torchmsa.consistency import Library
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.cpu.dp_rows import OCC_SHIFT, RES_SHIFT
-from torchmsa.cpu.refine import entries_by_row, evaluate_edges
+from torchmsa.cpu.refine import apply_path, entries_by_row, evaluate_edges
 from torchmsa.ops.colscores import batched_column_scores
 from torchmsa.ops.kmer_stream import memory_budget
 from torchmsa.ops.profile import profile_align
@@ -303,7 +303,18 @@ def evaluate_partitions(st, sides, scoring, backend, consistency_weight=0):
 
 
 def _apply(codes, side, ops, gap):
-    """The alignment with group A (rows of ``side``) and B merged along ``ops``."""
+    """The alignment with group A (rows of ``side``) and B merged along ``ops``; host codes in
+    numba (:func:`torchmsa.cpu.refine.apply_path`, the same result without a dozen small
+    tensor operations)."""
+    if codes.device.type == "cpu":
+        host = np.ascontiguousarray(codes.numpy())
+        path = np.ascontiguousarray(ops.cpu().numpy())
+        return torch.from_numpy(apply_path(host, side.cpu().numpy(), path, gap))
+    return _apply_tensors(codes, side, ops, gap)
+
+
+def _apply_tensors(codes, side, ops, gap):
+    """:func:`_apply` with tensor operations on ``codes``' device."""
     ops = ops.to(codes.device)
     res = codes != gap
     rows_a = torch.nonzero(side).squeeze(1)
