@@ -76,28 +76,30 @@ def _prefix_max(u, e, m):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def _row_e(t, e, u, h0, m, ext, g_open, g_close, mode, scan_ok):
+def _row_e(t, e, u, h0, m, ext, o_i, c_i, rb, mode, scan_ok):
     """E of one row into ``e[1..m]`` from ``t`` (max of diagonal and up) and ``h0 = H[i, 0]``.
 
-    ``g_open[j]``, ``g_close[j]``: the row's costs of gaps facing column j; ``u``: scratch of
-    ``m + 1``. A running maximum when ``scan_ok`` and ``g_close[j-1] + g_open[j] >= ext``
-    (module docstring), else the scalar chain through H.
+    The row's costs of gaps facing column j are ``o[j] = facing(o_i, rb[j])`` (opening) and
+    ``c[j] = facing(c_i, rb[j])`` (closing), computed where they are used rather than stored
+    per row (a pass that cost about a tenth of the fill); ``u``: scratch of ``m + 1``. A
+    running maximum when ``scan_ok`` and ``c[j-1] + o[j] >= ext`` (module docstring), else
+    the scalar chain through H.
     """
     zero = np.int32(0)
     if scan_ok and ext > 0:
         short = 0
         for j in range(2, m + 1):
-            short |= g_close[j - 1] + g_open[j] < ext
+            short |= facing(c_i, rb[j - 1]) + facing(o_i, rb[j]) < ext
         scan_ok = short == 0
     if scan_ok:
         # u[k]: what enters the running maximum at column k + 1 (k = 0: H[i, 0])
         if m > 0:
-            u[0] = h0 - g_open[1]
+            u[0] = h0 - facing(o_i, rb[1])
         for k in range(1, m):
             tk = t[k]
             if mode == LOCAL:
                 tk = max(tk, zero)
-            u[k] = tk - g_open[k + 1] + k * ext
+            u[k] = tk - facing(o_i, rb[k + 1]) + k * ext
         _prefix_max(u, e, m)
         for j in range(1, m + 1):
             e[j] = e[j] - (j - 1) * ext
@@ -105,9 +107,9 @@ def _row_e(t, e, u, h0, m, ext, g_open, g_close, mode, scan_ok):
         ev = np.int32(NEG)
         hl = h0
         for j in range(1, m + 1):
-            ev = max(ev - ext, hl - g_open[j])
+            ev = max(ev - ext, hl - facing(o_i, rb[j]))
             e[j] = ev
-            hl = max(t[j], ev - g_close[j])
+            hl = max(t[j], ev - facing(c_i, rb[j]))
             if mode == LOCAL:
                 hl = max(hl, zero)
 
@@ -122,11 +124,10 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode
     e = np.empty(m + 1, np.int32)
     u = np.empty(m + 1, np.int32)
     bits = np.empty(m + 1, np.uint8)
-    ob = np.empty(m + 1, np.int32)  # the row's costs of gaps in b (they face a's row i)
-    cb = np.empty(m + 1, np.int32)
-    oa = np.empty(m + 1, np.int32)  # the row's costs of gaps in a facing column j
-    ca = np.empty(m + 1, np.int32)
     rb = res_b.astype(np.int32)
+    # gaps in b face a's row i: each row scales these by res_a[i] where they are used
+    ob = open_b.astype(np.int32)
+    cb = close_b.astype(np.int32)
     ext = np.int32(ext)
     zero = np.int32(0)
     hp[0] = 0
@@ -147,30 +148,25 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode
         ra = np.int32(res_a[i])
         o_i = np.int32(open_a[i])
         c_i = np.int32(close_a[i])
-        for j in range(1, m + 1):
-            ob[j] = facing(open_b[j], ra)
-            cb[j] = facing(close_b[j], ra)
-            oa[j] = facing(o_i, rb[j])
-            ca[j] = facing(c_i, rb[j])
         h0 = zero
         if mode == GLOBAL:
             h0 = np.int32(-(facing(open_b[0], res_a[1]) + facing(close_b[0], ra) + (i - 1) * ext))
         # F and T = max(diag, up), elementwise.
         for j in range(1, m + 1):
             f_ext = f[j] - ext
-            f_open = hp[j] - ob[j]
+            f_open = hp[j] - facing(ob[j], ra)
             fv = max(f_ext, f_open)
             f[j] = fv
             d = hp[j - 1] + srow[j - 1]
-            fc = fv - cb[j]
+            fc = fv - facing(cb[j], ra)
             up = fc > d
             t[j] = fc if up else d
             bits[j] = (F_EXT if f_ext >= f_open else 0) | (H_UP if up else 0)
         hn[0] = h0
-        _row_e(t, e, u, h0, m, ext, oa, ca, mode, scan_ok)
+        _row_e(t, e, u, h0, m, ext, o_i, c_i, rb, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
-            ec = e[j] - ca[j]
+            ec = e[j] - facing(c_i, rb[j])
             tj = t[j]
             left = ec > tj
             h = ec if left else tj
@@ -187,7 +183,7 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode
         e[0] = NEG
         for j in range(1, m + 1):
             e_ext = e[j - 1] - ext
-            e_open = hn[j - 1] - oa[j]
+            e_open = hn[j - 1] - facing(o_i, rb[j])
             trace[i, j] = bits[j] | (E_EXT if e_ext >= e_open else 0)
         if mode == LOCAL and rowmax > best:
             for j in range(1, m + 1):
@@ -228,8 +224,7 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
     if mode == LOCAL:
         best = 0
     scan_ok = m * int(ge) < SCAN_LIMIT
-    g_open = np.full(m + 1, go, np.int32)
-    g_close = np.zeros(m + 1, np.int32)
+    one = np.full(m + 1, RES_ONE, np.int32)  # gap costs face full columns
     for i in range(1, n + 1):
         if mode == SEMIGLOBAL and hp[m] > best:
             best, bi, bj = hp[m], i - 1, m
@@ -239,7 +234,7 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
             fv = max(f[j] - ge, hp[j] - go)
             f[j] = fv
             t[j] = max(hp[j - 1] + row[j - 1], fv)
-        _row_e(t, e, u, h0, m, ge, g_open, g_close, mode, scan_ok)
+        _row_e(t, e, u, h0, m, ge, go, zero, one, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
             h = max(t[j], e[j])
