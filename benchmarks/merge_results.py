@@ -1,13 +1,15 @@
 """Merge the shards of an ``e2e_gpu`` table (``--shard K/N`` runs) into one results file.
 
     python -m benchmarks.merge_results --name e2e_gpu-accurate-balibase3 \
-        benchmarks/results/e2e_gpu-accurate-balibase3-s0 ... [--out DIR]
+        benchmarks/results/e2e_gpu-accurate-balibase3-s0 ... [--tools a,b] [--out DIR]
 
 Each argument is a shard's stem: ``<stem>.csv`` (per tool: its wall time) and
 ``<stem>-cases.csv`` (per case: SP, TC, seconds, overhead). The merged table has, per dataset
 and tool, the cases, failures, mean SP and TC (over all cases and per reference set), the summed
 wall time and the median overhead; the shards' provenance (device, commit, versions, dates) is
-listed above it. Writes ``<name>.md``/``.csv`` and ``<name>-cases.csv``.
+listed above it. ``--tools`` keeps only those tools (a shard may hold others, run beside them).
+A case that two shards both hold for one tool is an error. Writes ``<name>.md``/``.csv`` and
+``<name>-cases.csv``.
 """
 
 from __future__ import annotations
@@ -38,12 +40,21 @@ def _num(value: str) -> float:
         return math.nan
 
 
-def merge(stems: list[Path]) -> tuple[list[dict], list[dict], list[str]]:
-    """Per (dataset, tool) summaries, every case row, and one provenance line per shard."""
-    cases, walls, warm, prov = [], {}, {}, []
+def merge(stems: list[Path], tools=None) -> tuple[list[dict], list[dict], list[str]]:
+    """Per (dataset, tool) summaries, every case row, and one provenance line per shard;
+    ``tools``: keep only these."""
+    cases, walls, warm, prov, seen = [], {}, {}, [], {}
     for stem in stems:
         summary = _read(stem.with_name(stem.name + ".csv"))
         rows = _read(stem.with_name(stem.name + "-cases.csv"))
+        if tools is not None:
+            summary = [s for s in summary if s["tool"] in tools]
+            rows = [r for r in rows if r["tool"] in tools]
+        for r in rows:
+            key = (r["dataset"], r["tool"], r["case"])
+            if key in seen:
+                raise SystemExit(f"{stem.name} and {seen[key]} both hold {' '.join(key)}")
+            seen[key] = stem.name
         for s in summary:
             key = (s["dataset"], s["tool"])
             walls[key] = walls.get(key, 0.0) + _num(s["wall_s"])
@@ -86,9 +97,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("stems", nargs="+", type=Path)
     ap.add_argument("--name", required=True)
+    ap.add_argument("--tools", default=None, help="comma list: merge only these tools")
     ap.add_argument("--out", default=str(RESULTS_DIR))
     args = ap.parse_args(argv)
-    summary, cases, prov = merge(args.stems)
+    tools = set(args.tools.split(",")) if args.tools else None
+    summary, cases, prov = merge(args.stems, tools)
     header = "Merged from these shards (one device call each):\n\n" + "\n".join(
         f"- {p}" for p in prov
     )

@@ -17,14 +17,14 @@ def test_shard_parser_accepts_k_of_n_and_rejects_the_rest():
             _shard(bad)
 
 
-def _shard_files(tmp_path, stem, cases, wall, commit):
+def _shard_files(tmp_path, stem, cases, wall, commit, tool="tm"):
     meta = {"device": "GPU", "commit": commit, "torch": "t", "triton": "x", "date": "d"}
     rows = [
         {
             "dataset": "bb",
             "case": c,
             "ref_set": rs,
-            "tool": "tm",
+            "tool": tool,
             "sp": sp,
             "tc": tc,
             "seconds": 1.0,
@@ -33,7 +33,7 @@ def _shard_files(tmp_path, stem, cases, wall, commit):
         }
         for c, rs, sp, tc, ov, err in cases
     ]
-    summary = [{"dataset": "bb", "tool": "tm", "wall_s": wall}]
+    summary = [{"dataset": "bb", "tool": tool, "wall_s": wall}]
     write_results(stem, summary, out_dir=tmp_path, metadata=meta)
     write_results(f"{stem}-cases", rows, out_dir=tmp_path, metadata=meta, markdown=False)
     return tmp_path / stem
@@ -74,3 +74,15 @@ def test_merge_pools_cases_sums_walls_and_skips_failures(tmp_path):
 def test_merge_names_a_missing_shard(tmp_path):
     with pytest.raises(SystemExit, match="no such file"):
         merge_results.merge([tmp_path / "absent"])
+
+
+def test_merge_keeps_the_named_tools_and_rejects_a_case_held_twice(tmp_path):
+    a = _shard_files(tmp_path, "s0", [("c1", "RV11", 0.5, 0.2, 0.01, "")], 10.0, "aaa")
+    b = _shard_files(tmp_path, "s0p", [("c1", "RV11", 0.4, 0.1, 0.01, "")], 7.0, "aaa", "peer")
+    c = _shard_files(tmp_path, "s1p", [("c2", "RV11", 0.8, 0.3, 0.01, "")], 2.0, "bbb", "peer")
+    summary, cases, _ = merge_results.merge([a, b, c], {"peer"})
+    assert [(r["tool"], r["cases"], r["wall_s"]) for r in summary] == [("peer", 2, 9.0)]
+    assert {r["case"] for r in cases} == {"c1", "c2"}
+    assert summary[0]["sp"] == pytest.approx(0.6)
+    with pytest.raises(SystemExit, match="both hold bb peer c2"):
+        merge_results.merge([c, c])
