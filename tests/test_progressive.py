@@ -199,6 +199,35 @@ def test_chain_tree_of_many_levels(monkeypatch, cells):
                 assert flat[int(off[p]) : int(off[p]) + size + 1].tolist() == list(want)
 
 
+def test_numba_runs_are_cut_where_their_reserved_rows_would_pass_the_limit(monkeypatch):
+    """Down a chain every parent's bound is the leaves' lengths summed, so one long run would
+    reserve rows quadratic in the chain's length; cut runs keep each reservation near
+    ``RUN_ROWS`` and give the same alignment."""
+    _numba_cells(monkeypatch, 1 << 40)
+    rng = np.random.default_rng(9)
+    scoring = profile_scoring(PROTEIN)
+    seqs = _family(rng, 16, 10)
+    tree = build_tree(np.ones((16, 16)) - np.eye(16), "single")
+    weights = [int(w) for w in rng.integers(1, 100, 16)]
+    reserved = []
+    real = progressive._cpu_run
+
+    def spy(st, levels, bound, *args):
+        reserved.append((int(sum(bound[lv[:, 2]].sum() for lv in levels)), len(levels)))
+        return real(st, levels, bound, *args)
+
+    monkeypatch.setattr(progressive, "_cpu_run", spy)
+    monkeypatch.setattr(progressive, "RUN_ROWS", 1 << 62)
+    (whole,) = _run([(seqs, tree, weights)], scoring)
+    assert len(reserved) == 1 and reserved[0][0] > 500  # one run, bounds summed down the chain
+    reserved.clear()
+    monkeypatch.setattr(progressive, "RUN_ROWS", 60)
+    (cut,) = _run([(seqs, tree, weights)], scoring)
+    assert cut == whole == _oracle(seqs, tree, weights, scoring)
+    assert len(reserved) > 3
+    assert all(rows <= 60 or n_levels == 1 for rows, n_levels in reserved)
+
+
 def test_ranges_and_upload():
     starts, sizes = np.array([5, 0, 9]), np.array([2, 0, 3])
     assert _ranges(starts, sizes).tolist() == [5, 6, 9, 10, 11]

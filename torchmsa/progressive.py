@@ -160,6 +160,12 @@ def split_cost(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 CPU_LEVEL_CELLS = 1 << 22
 CPU_PAIR_CELLS = 1 << 19
 CPU_DEVICE_PAIR_CELLS = 1 << 62
+# consecutive numba levels run as one call, which reserves pool rows for every parent's bound
+# (its children's bounds together: the true widths are known only once the run is aligned).
+# Down a deep chain of merges the bounds grow with the leaves' summed lengths, so a run is cut
+# where its parents' bounds would pass RUN_ROWS: PF00037's 10,011 sequences of at most 30
+# residues reserved over 24 GB on a CPU device without it.
+RUN_ROWS = 1 << 21
 POOL_ROWS = 1024  # first size of a device's node pool
 # device bytes of a batched level per DP cell (packed scores, the bucket's float64 products and
 # their int32 copy, scatter indices) and per child column and residue (profiles and products)
@@ -683,6 +689,7 @@ def progressive_align(
     pieces: dict[torch.device, list] = {}
     done, total = 0, forest.children.shape[0]
     run: list[np.ndarray] = []
+    run_rows = 0  # the run's parents' bounds together
     # columns of the nodes, where nodes of the waiting run have a bound (the sum of their
     # children's) until the run is aligned
     bound = st.cols
@@ -703,9 +710,12 @@ def progressive_align(
         cells = int(pair_cells.sum())
         small = cells <= CPU_LEVEL_CELLS and int(pair_cells.max()) <= pair_cap
         if numba_ok and small:
+            if run and run_rows + int(bound[pairs[:, :2]].sum()) > RUN_ROWS:
+                flush()  # the children's widths become exact
             if not run:
-                bound = st.cols.copy()
+                bound, run_rows = st.cols.copy(), 0
             bound[pairs[:, 2]] = bound[pairs[:, 0]] + bound[pairs[:, 1]]
+            run_rows += int(bound[pairs[:, 2]].sum())
             run.append(pairs)
         else:
             flush()
