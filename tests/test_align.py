@@ -128,6 +128,11 @@ def test_column_scores_are_exact_at_the_weight_limit():
         wa, wb = (int(x) for x in rng.integers(1 << 17, 1 << 19, 2))
         pa = _columns(rng, wa, 5)
         pb = _columns(rng, wb, 4)
+        # the whole weight on one residue type, as in a single sequence's columns
+        pa[1] = 0
+        pa[1, rng.integers(27)] = wa
+        pb[0] = 0
+        pb[0, rng.integers(27)] = wb
         got = column_scores(
             torch.tensor(pa, dtype=torch.float64),
             torch.tensor(pb, dtype=torch.float64),

@@ -142,12 +142,24 @@ def _sparse_rows(prof_a, prof_b, matrix, da, db):
     S = np.empty((n, m), np.int32)
     raw = np.empty(m, np.float64)
     for i in range(n):
-        raw[:] = 0.0
+        # a column of one residue type (every column of a single sequence) scales one row of
+        # M P_bᵀ: no sum to clear and accumulate
+        only, count = 0, 0
         for p in range(n_alpha):
-            v = np.float64(prof_a[i, p])
-            if v != 0.0:
-                for j in range(m):
-                    raw[j] += v * mb[p, j]
+            if prof_a[i, p] != 0:
+                only = p
+                count += 1
+        if count == 1:
+            v = np.float64(prof_a[i, only])
+            for j in range(m):
+                raw[j] = v * mb[only, j]
+        else:
+            raw[:] = 0.0
+            for p in range(n_alpha):
+                v = np.float64(prof_a[i, p])
+                if v != 0.0:
+                    for j in range(m):
+                        raw[j] += v * mb[p, j]
         dai = np.float64(da[i])
         inv_a = 1.0 / dai
         for j in range(m):
