@@ -47,8 +47,8 @@ def _prefix_max(u, e, m):
     maximum of those before it: four short dependency chains instead of one long one. A
     single running maximum waits on a compare per element, which the x86 back end turns into
     a branch that mispredicts on real scores: the fill took 2.6-4.1 ns per cell at 550 and
-    1,000 columns, 1.9-2.3 now (``benchmarks/results/colscores_cpu.md`` against
-    ``colscores_cpu-4bf7b59.md``).
+    1,000 columns, 1.9-2.3 with the chains (``benchmarks/results/colscores_cpu-c1388f0.md``
+    against ``colscores_cpu-4bf7b59.md``).
     """
     q = m // 4
     r0 = r1 = r2 = r3 = np.int32(NEG)
