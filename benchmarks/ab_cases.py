@@ -25,7 +25,7 @@ import time
 
 from benchmarks.accuracy import case_files, load_cases, select_cases
 from benchmarks.common import DATA_DIR, run_metadata, write_results
-from benchmarks.e2e_gpu import small_case
+from benchmarks.e2e_gpu import pick_cases
 
 
 def _int_expr(text: str) -> int:
@@ -86,10 +86,7 @@ def main(argv=None) -> int:
     variants = [parse_variant(v) for v in (args.variant or ["base"])]
     data = DATA_DIR / args.dataset
     table = load_cases(data)
-    if args.cases in ("small", "all"):
-        picked = [c for c in table if args.cases == "all" or small_case(c)]
-    else:
-        picked = select_cases(table, args.cases.split(","), None)
+    picked = pick_cases(table, args.cases)
     picked = select_cases(picked, [], args.limit)
     if not picked:
         raise SystemExit(f"error: no {args.dataset} case matches --cases {args.cases}")

@@ -18,9 +18,9 @@ import hashlib
 import sys
 import time
 
-from benchmarks.accuracy import case_files, load_cases, select_cases
+from benchmarks.accuracy import case_files, load_cases
 from benchmarks.common import DATA_DIR, run_metadata, write_results
-from benchmarks.e2e_gpu import small_case
+from benchmarks.e2e_gpu import pick_cases
 
 
 def main(argv=None) -> int:
@@ -37,10 +37,7 @@ def main(argv=None) -> int:
 
     data = DATA_DIR / args.dataset
     table = load_cases(data)
-    if args.cases in ("all", "small"):
-        picked = [c for c in table if args.cases == "all" or small_case(c)]
-    else:
-        picked = select_cases(table, args.cases.split(","), None)
+    picked = pick_cases(table, args.cases)
     if not picked:
         raise SystemExit(f"error: no {args.dataset} case matches --cases {args.cases}")
     rows, start = [], time.perf_counter()

@@ -102,6 +102,14 @@ def small_case(case) -> bool:
         return False
 
 
+def pick_cases(table: list[dict], spec: str) -> list[dict]:
+    """``all`` cases of a ``cases.tsv`` table, the ``small`` ones (:func:`small_case`), or
+    those a comma list of names, prefixes or reference sets selects (``select_cases``)."""
+    if spec in ("all", "small"):
+        return [c for c in table if spec == "all" or small_case(c)]
+    return select_cases(table, spec.split(","), None)
+
+
 def run_torchmsa_batch(dataset, cases, ddir, args) -> tuple[list[dict], float, float]:
     files = [case_files(ddir, c["case"]) for c in cases]
     inputs = [str(f[0]) for f in files]
