@@ -39,6 +39,15 @@ def facing(cost, res):
     return (cost * res) >> RES_SHIFT
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _facing_at(cost, rb, j):
+    """``cost`` facing column j of residue factors ``rb``; ``rb`` None: plain costs (pairwise
+    DP), where the branch is settled at compile time and no multiply is left."""
+    if rb is None:
+        return cost
+    return facing(cost, rb[j])
+
+
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def _prefix_max(u, e, m):
     """``e[k + 1] = max(NEG, u[0..k])`` for k < m.
@@ -81,7 +90,8 @@ def _row_e(t, e, u, h0, m, ext, o_i, c_i, rb, mode, scan_ok):
 
     The row's costs of gaps facing column j are ``o[j] = facing(o_i, rb[j])`` (opening) and
     ``c[j] = facing(c_i, rb[j])`` (closing), computed where they are used rather than stored
-    per row (a pass that cost about a tenth of the fill); ``u``: scratch of ``m + 1``. A
+    per row (a pass that cost about a tenth of the fill); ``rb`` None: ``o_i`` and ``c_i``
+    everywhere (pairwise DP); ``u``: scratch of ``m + 1``. A
     running maximum when ``scan_ok`` and ``c[j-1] + o[j] >= ext`` (module docstring), else
     the scalar chain through H.
     """
@@ -89,17 +99,17 @@ def _row_e(t, e, u, h0, m, ext, o_i, c_i, rb, mode, scan_ok):
     if scan_ok and ext > 0:
         short = 0
         for j in range(2, m + 1):
-            short |= facing(c_i, rb[j - 1]) + facing(o_i, rb[j]) < ext
+            short |= _facing_at(c_i, rb, j - 1) + _facing_at(o_i, rb, j) < ext
         scan_ok = short == 0
     if scan_ok:
         # u[k]: what enters the running maximum at column k + 1 (k = 0: H[i, 0])
         if m > 0:
-            u[0] = h0 - facing(o_i, rb[1])
+            u[0] = h0 - _facing_at(o_i, rb, 1)
         for k in range(1, m):
             tk = t[k]
             if mode == LOCAL:
                 tk = max(tk, zero)
-            u[k] = tk - facing(o_i, rb[k + 1]) + k * ext
+            u[k] = tk - _facing_at(o_i, rb, k + 1) + k * ext
         _prefix_max(u, e, m)
         for j in range(1, m + 1):
             e[j] = e[j] - (j - 1) * ext
@@ -107,9 +117,9 @@ def _row_e(t, e, u, h0, m, ext, o_i, c_i, rb, mode, scan_ok):
         ev = np.int32(NEG)
         hl = h0
         for j in range(1, m + 1):
-            ev = max(ev - ext, hl - facing(o_i, rb[j]))
+            ev = max(ev - ext, hl - _facing_at(o_i, rb, j))
             e[j] = ev
-            hl = max(t[j], ev - facing(c_i, rb[j]))
+            hl = max(t[j], ev - _facing_at(c_i, rb, j))
             if mode == LOCAL:
                 hl = max(hl, zero)
 
@@ -224,7 +234,6 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
     if mode == LOCAL:
         best = 0
     scan_ok = m * int(ge) < SCAN_LIMIT
-    one = np.full(m + 1, RES_ONE, np.int32)  # gap costs face full columns
     for i in range(1, n + 1):
         if mode == SEMIGLOBAL and hp[m] > best:
             best, bi, bj = hp[m], i - 1, m
@@ -234,7 +243,7 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
             fv = max(f[j] - ge, hp[j] - go)
             f[j] = fv
             t[j] = max(hp[j - 1] + row[j - 1], fv)
-        _row_e(t, e, u, h0, m, ge, go, zero, one, mode, scan_ok)
+        _row_e(t, e, u, h0, m, ge, go, zero, None, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
             h = max(t[j], e[j])
