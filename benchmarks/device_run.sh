@@ -10,7 +10,7 @@
 #   pairwise  benchmarks.pairwise_gpu
 #   e2e-bb    benchmarks.e2e_gpu on balibase3 (E2E_TOOLS, E2E_LIMIT, E2E_CASES, E2E_SHARD,
 #             E2E_MODE, E2E_NAME, E2E_TIMEOUT, E2E_EXTRA)
-#   e2e-fam   benchmarks.e2e_gpu on balifam1000,balifam10000 (FAM_SETS, E2E_TOOLS, E2E_LIMIT,
+#   e2e-fam   benchmarks.e2e_gpu on balifam1000,balifam10000 (FAM_SETS, E2E_TOOLS, E2E_LIMIT, E2E_TIMEOUT,
 #             E2E_SHARD, E2E_NAME, E2E_EXTRA)
 #   kmer      benchmarks.kmer_gpu;  families  benchmarks.large_families
 #   stages    benchmarks.stages (STAGE_CASES, STAGE_ARGS)
@@ -55,7 +55,7 @@ for stage in "$@"; do
               ${E2E_LIMIT:+--limit $E2E_LIMIT} --out "$OUT" --timeout "${E2E_TIMEOUT:-120}" 2>&1 \
               | tee "$OUT/e2e-bb.log" | grep -E "^==|Error" ;;
     e2e-fam) py -m benchmarks.e2e_gpu --datasets "${FAM_SETS:-balifam1000,balifam10000}" \
-              --name "${E2E_NAME:-e2e_gpu-balifam}" --no-overhead ${E2E_EXTRA:-} --timeout 300 --shard "${E2E_SHARD:-0/1}" \
+              --name "${E2E_NAME:-e2e_gpu-balifam}" --no-overhead ${E2E_EXTRA:-} --timeout "${E2E_TIMEOUT:-300}" --shard "${E2E_SHARD:-0/1}" \
               --tools "${E2E_TOOLS:-torchmsa-gpu-batch,torchmsa-gpu,mafft-auto,famsa,kalign,clustalo}" \
               ${E2E_LIMIT:+--limit $E2E_LIMIT} --out "$OUT" 2>&1 | tee "$OUT/e2e-fam.log" \
               | grep -E "^==|Error" ;;

@@ -46,6 +46,37 @@ def test_fasta_matches_biopython_with_case_stop_empty_and_duplicate_names():
     assert records[1].seq.startswith("mvls")
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_fasta_reader_matches_biopython_on_awkward_text(tmp_path, seed):
+    """The reader's own FASTA parser against Biopython's on headers with tabs, trailing and
+    non-breaking spaces, empty and bare ``>`` headers, and sequence lines holding spaces,
+    tabs, form feeds, ``;`` and ``>`` inside."""
+    rng = random.Random(seed)
+    heads = ["a", "a b", "a\tb  ", "", " lead", "x\u00a0y\u2003", "dup", "dup", ">>z", "q ;c"]
+    lines = ["ACGT", "ac gt", "\tMKV\t", "", "   ", "M;K", "A>C", "K\x0cV", "W\x0bY", "*"]
+    parts = []
+    for _ in range(40):
+        parts.append(">" + rng.choice(heads))
+        parts += [rng.choice(lines) for _ in range(rng.randrange(4))]
+    text = "\n".join(parts) + rng.choice(["", "\n", "\n\n"])
+    path = tmp_path / "x.fasta"
+    path.write_text(text, encoding="utf-8")
+    want = [(r.id, r.description, str(r.seq)) for r in SeqIO.parse(io.StringIO(text), "fasta")]
+    assert as_tuples(tio.read_sequences(path)) == want
+
+
+def test_non_ascii_residue_is_named_not_a_decoding_crash(tmp_path):
+    from torchmsa.errors import InvalidCharacterError
+    from torchmsa.sequences import SequenceBatch
+
+    path = tmp_path / "x.fasta"
+    path.write_text(">a d\nMKé\n>b\nMKV\n", encoding="utf-8")
+    assert tio.read_sequences(path)[0].seq == "MKé"
+    with pytest.raises(InvalidCharacterError, match="é") as err:
+        SequenceBatch.from_input(path)
+    assert "'a'" in one_line(err.value) and "position 3" in str(err.value)
+
+
 @pytest.mark.parametrize("ending", ["\r\n", "\r"], ids=["crlf", "cr"])
 def test_crlf_and_cr_line_ends(tmp_path, ending):
     text = (DATA / "small.fasta").read_text()

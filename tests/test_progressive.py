@@ -147,9 +147,17 @@ PATHS = [-1, 60, 1 << 40]
 
 @pytest.mark.parametrize("cells", PATHS)
 @pytest.mark.parametrize("pool_rows", [1024, 4])
-def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows, cells):
-    # a tiny pool forces it to drop consumed nodes and grow many times
+@pytest.mark.parametrize("fill", [None, -7777], ids=["empty", "garbage"])
+def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows, cells, fill):
+    # a tiny pool forces it to drop consumed nodes and grow many times; pools are not cleared,
+    # so buffers full of garbage must give the same alignments (nothing read before written)
     monkeypatch.setattr(progressive, "POOL_ROWS", pool_rows)
+    if fill is not None:
+        monkeypatch.setattr(
+            progressive,
+            "_pool_tensor",
+            lambda shape, dtype, dev: torch.full(shape, fill, dtype=dtype, device=dev),
+        )
     _numba_cells(monkeypatch, cells)
     rng = np.random.default_rng(5)
     scoring = profile_scoring(PROTEIN)

@@ -200,14 +200,21 @@ def _upload(device: torch.device, **arrays) -> dict[str, torch.Tensor]:
     return out
 
 
+def _pool_tensor(shape, dtype, device) -> torch.Tensor:
+    """A pool buffer, not cleared: every node's rows are written whole before they are read (by
+    ``_Nodes.store``, or by ``merge_nodes``, which clears a parent's rows first). Clearing the
+    buffers cost 0.18 s of PF00505's 1.0 s progressive pass on a CPU device."""
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
 class _Pool:
     """Profiles (``int32 [rows, A]``) and boundary weights (``int64``) of the internal nodes
     that live on one device; a node's rows are its columns, its boundaries one more."""
 
     def __init__(self, device: torch.device, n_alpha: int):
         self.device = device
-        self.prof = torch.zeros((POOL_ROWS, n_alpha), dtype=torch.int32, device=device)
-        self.both = torch.zeros(POOL_ROWS, dtype=torch.int64, device=device)
+        self.prof = _pool_tensor((POOL_ROWS, n_alpha), torch.int32, device)
+        self.both = _pool_tensor((POOL_ROWS,), torch.int64, device)
         self.rows = self.bnds = 0
 
 
@@ -271,10 +278,8 @@ class _Nodes:
                     torch.cuda.mem_get_info(device)[0],
                     "align fewer or shorter sequences, or on the CPU (device='cpu')",
                 )
-            new_prof = torch.zeros(size, dtype=torch.int32, device=device)
-            new_both = torch.zeros(
-                2 * (len(b_src) + bnds) + POOL_ROWS, dtype=torch.int64, device=device
-            )
+            new_prof = _pool_tensor(size, torch.int32, device)
+            new_both = _pool_tensor((2 * (len(b_src) + bnds) + POOL_ROWS,), torch.int64, device)
             new_prof[: len(r_src)] = pool.prof[idx["r"]]
             new_both[: len(b_src)] = pool.both[idx["b"]]
             self.row[live] = _excl(self.cols[live])

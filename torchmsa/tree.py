@@ -151,13 +151,18 @@ class Tree:
         length divided by the number of leaves under the edge; the weights are then scaled to
         mean 1. All weights are 1 when every raw weight is 0 (e.g. all lengths 0).
         """
-        n, size = self.n_leaves, self.sizes()
-        acc = self.lengths / size
-        for k in range(n - 2, -1, -1):
-            acc[self.children[k]] += acc[n + k]
-        w = acc[:n]
-        total = w.sum()
-        return w * (n / total) if total > 0 else np.ones(n)
+        if "weights" not in self._cache:
+            n, size = self.n_leaves, self.sizes()
+            acc = (self.lengths / size).tolist()  # Python floats: the same sums, no numpy calls
+            for k, (a, b) in reversed(list(enumerate(self.children.tolist()))):
+                acc[a] += acc[n + k]
+                acc[b] += acc[n + k]
+            w = np.array(acc[:n])
+            total = w.sum()
+            w = w * (n / total) if total > 0 else np.ones(n)
+            w.setflags(write=False)
+            self._cache["weights"] = w
+        return self._cache["weights"].copy()
 
     def newick(self) -> str:
         """The tree in Newick format, with branch lengths (shortest round-trip decimals).
