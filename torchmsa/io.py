@@ -272,11 +272,11 @@ _SEQUENCE_SPACE = str.maketrans("", "", " \t\r\n")
 
 def _fasta_records(text: str) -> list[Record]:
     """FASTA-like records as Biopython's ``SeqIO.parse(handle, "fasta")`` reads them, without
-    its per-record objects (a third of a 10,000-sequence alignment's reading time): a record
-    starts at each line that starts with ``>``; its title is the rest of that line less
-    trailing whitespace, its name the title's first word, and its sequence the lines up to the
-    next record with spaces, tabs and line ends removed. ``text`` starts with ``>`` and has
-    ``\n`` line ends (:func:`_check_start`, :func:`_decode`)."""
+    building its per-record objects: a record starts at each line that starts with ``>``; its
+    title is the rest of that line less trailing whitespace, its name the title's first word,
+    and its sequence the lines up to the next record with spaces, tabs and line ends removed.
+    ``text`` starts with ``>`` and has ``\n`` line ends (:func:`_check_start`, :func:`_decode`).
+    """
     out = []
     for chunk in text[1:].split("\n>"):
         header, _, body = chunk.partition("\n")
