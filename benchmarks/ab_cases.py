@@ -18,47 +18,12 @@ under test only move work); a difference is an error.
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib
 import statistics
 import time
 
 from benchmarks.accuracy import case_files, load_cases, select_cases
-from benchmarks.common import DATA_DIR, run_metadata, write_results
+from benchmarks.common import DATA_DIR, parse_variant, run_metadata, write_results
 from benchmarks.e2e_gpu import pick_cases
-
-
-def _int_expr(text: str) -> int:
-    """A literal integer expression (``2**40``, ``1 << 22``, ``-1``) without ``eval``."""
-    node = ast.parse(text, mode="eval").body
-
-    def ev(n):
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return n.value
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
-            return -ev(n.operand)
-        if isinstance(n, ast.BinOp):
-            a, b = ev(n.left), ev(n.right)
-            ops = {ast.Pow: pow, ast.LShift: int.__lshift__, ast.Mult: int.__mul__}
-            if type(n.op) in ops:
-                return ops[type(n.op)](a, b)
-        raise ValueError(f"not an integer expression: {text}")
-
-    return ev(node)
-
-
-def parse_variant(spec: str) -> tuple[str, list[tuple[object, str, int]]]:
-    """``label:module.NAME=expr,...`` -> (label, [(module, NAME, value), ...])."""
-    label, _, body = spec.partition(":")
-    sets = []
-    for item in filter(None, body.split(",")):
-        target, _, expr = item.partition("=")
-        mod, _, name = target.rpartition(".")
-        module = importlib.import_module(f"torchmsa.{mod}")
-        if not hasattr(module, name):
-            raise ValueError(f"torchmsa.{mod} has no {name}")
-        sets.append((module, name, _int_expr(expr)))
-    return label, sets
 
 
 def main(argv=None) -> int:

@@ -26,7 +26,14 @@ import os
 import sys
 from pathlib import Path
 
-from benchmarks.common import DATA_DIR, RESULTS_DIR, Timer, run_metadata, write_results
+from benchmarks.common import (
+    DATA_DIR,
+    RESULTS_DIR,
+    Timer,
+    apply_settings,
+    run_metadata,
+    write_results,
+)
 from benchmarks.peers import (
     DEFAULT_PEERS,
     PEERS,
@@ -268,6 +275,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--out", type=Path, default=RESULTS_DIR, help=f"output folder (default {RESULTS_DIR})"
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="module.NAME=expr",
+        help="set a torchmsa module constant for this run (e.g. pipeline.CONSISTENCY_WEIGHT=64)",
+    )
     args = p.parse_args(argv)
     modes = [m for m in args.mode.split(",") if m]
     bad = [m for m in modes if m not in TORCHMSA_MODES]
@@ -289,6 +303,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    apply_settings(args.set)
     dataset_dir = args.data / args.dataset
     cases = select_cases(
         load_cases(dataset_dir), [t for t in args.cases.split(",") if t], args.limit

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import csv
 import datetime
+import importlib
 import os
 import platform
 import subprocess
@@ -199,3 +201,43 @@ def write_results(
     parts.append(markdown_table(md_rows if md_rows is not None else rows))
     md_path.write_text("\n".join(parts))
     return csv_path, md_path
+
+
+def _int_expr(text: str) -> int:
+    """A literal integer expression (``2**40``, ``1 << 22``, ``-1``) without ``eval``."""
+    node = ast.parse(text, mode="eval").body
+
+    def ev(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            ops = {ast.Pow: pow, ast.LShift: int.__lshift__, ast.Mult: int.__mul__}
+            if type(n.op) in ops:
+                return ops[type(n.op)](a, b)
+        raise ValueError(f"not an integer expression: {text}")
+
+    return ev(node)
+
+
+def parse_variant(spec: str) -> tuple[str, list[tuple[object, str, int]]]:
+    """``label:module.NAME=expr,...`` -> (label, [(module, NAME, value), ...])."""
+    label, _, body = spec.partition(":")
+    sets = []
+    for item in filter(None, body.split(",")):
+        target, _, expr = item.partition("=")
+        mod, _, name = target.rpartition(".")
+        module = importlib.import_module(f"torchmsa.{mod}")
+        if not hasattr(module, name):
+            raise ValueError(f"torchmsa.{mod} has no {name}")
+        sets.append((module, name, _int_expr(expr)))
+    return label, sets
+
+
+def apply_settings(specs) -> None:
+    """Applies ``--set module.NAME=expr`` options (``torchmsa`` module constants) in place."""
+    for spec in specs or ():
+        for module, name, value in parse_variant(f"set:{spec}")[1]:
+            setattr(module, name, value)

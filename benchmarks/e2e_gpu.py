@@ -41,7 +41,14 @@ import numba
 import torch
 
 from benchmarks.accuracy import case_files, load_cases, select_cases
-from benchmarks.common import DATA_DIR, RESULTS_DIR, Timer, run_metadata, write_results
+from benchmarks.common import (
+    DATA_DIR,
+    RESULTS_DIR,
+    Timer,
+    apply_settings,
+    run_metadata,
+    write_results,
+)
 from benchmarks.peers import PeerFailed, PeerNotInstalled, run_peer
 from torchmsa.io import read_sequences
 from torchmsa.metrics import restrict_to_reference, score_alignment
@@ -234,7 +241,15 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(DATA_DIR))
     ap.add_argument("--name", default="e2e_gpu")
     ap.add_argument("--out", default=str(RESULTS_DIR))
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="module.NAME=expr",
+        help="set a torchmsa module constant for this run (e.g. pipeline.CONSISTENCY_WEIGHT=64)",
+    )
     args = ap.parse_args(argv)
+    apply_settings(args.set)
     shard, n_shards = _shard(args.shard)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     torch.set_num_threads(args.threads)
