@@ -30,6 +30,7 @@ from benchmarks.common import (
     DATA_DIR,
     RESULTS_DIR,
     Timer,
+    add_settings_option,
     apply_settings,
     run_metadata,
     write_results,
@@ -275,13 +276,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--out", type=Path, default=RESULTS_DIR, help=f"output folder (default {RESULTS_DIR})"
     )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="module.NAME=expr",
-        help="set a torchmsa module constant for this run (e.g. pipeline.CONSISTENCY_WEIGHT=64)",
-    )
+    add_settings_option(p)
     args = p.parse_args(argv)
     modes = [m for m in args.mode.split(",") if m]
     bad = [m for m in modes if m not in TORCHMSA_MODES]

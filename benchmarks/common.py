@@ -236,6 +236,17 @@ def parse_variant(spec: str) -> tuple[str, list[tuple[object, str, int]]]:
     return label, sets
 
 
+def add_settings_option(parser) -> None:
+    """``--set module.NAME=expr`` (repeatable) on a benchmark's argument parser."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="module.NAME=expr",
+        help="set a torchmsa module constant for this run (e.g. pipeline.CONSISTENCY_WEIGHT=64)",
+    )
+
+
 def apply_settings(specs) -> None:
     """Applies ``--set module.NAME=expr`` options (``torchmsa`` module constants) in place."""
     for spec in specs or ():

@@ -45,6 +45,7 @@ from benchmarks.common import (
     DATA_DIR,
     RESULTS_DIR,
     Timer,
+    add_settings_option,
     apply_settings,
     run_metadata,
     write_results,
@@ -241,13 +242,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(DATA_DIR))
     ap.add_argument("--name", default="e2e_gpu")
     ap.add_argument("--out", default=str(RESULTS_DIR))
-    ap.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="module.NAME=expr",
-        help="set a torchmsa module constant for this run (e.g. pipeline.CONSISTENCY_WEIGHT=64)",
-    )
+    add_settings_option(ap)
     args = ap.parse_args(argv)
     apply_settings(args.set)
     shard, n_shards = _shard(args.shard)
