@@ -65,7 +65,7 @@ RETREE_BLOCK = 1 << 24
 REFINE_ROUNDS = {"default": 2, "accurate": 4}
 ACCURATE_LOCAL = ("BLOSUM62", 11, 1)  # stage-1 local alignments: matrix, gap open, extend
 # DP units per unit of normalised consistency (64 = all pairs agree, so 16 matrix units);
-# chosen on BAliBASE's 218 full-length cases among 8, 16, 32, 64, 128 (README, Consistency)
+# chosen on BAliBASE's 218 full-length cases among 16, 32, 64, 128 (README, Consistency)
 CONSISTENCY_WEIGHT = 64
 AUTO_ACCURATE_MAX_N = 200
 AUTO_ACCURATE_MAX_LEN = 2000
