@@ -266,11 +266,16 @@ def test_host_jobs_are_capped_by_cells_and_by_sequences(monkeypatch):
 
     monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", 4 * 10 * 10)
     monkeypatch.setattr(pipeline, "HOST_JOB_MAX_N", 5)
+    monkeypatch.setattr(pipeline, "HOST_ACCURATE_CELLS", 6 * 10 * 10)
 
     def job(n, length):
         return SequenceBatch.from_input({f"s{k}": "A" * length for k in range(n)})
 
-    assert pipeline._host_job(job(4, 10))
-    assert not pipeline._host_job(job(4, 11))  # N L^2 above the cells
-    assert pipeline._host_job(job(5, 8))
-    assert not pipeline._host_job(job(6, 8))  # within the cells, above the sequences
+    assert pipeline._host_job(job(4, 10), "default")
+    assert not pipeline._host_job(job(4, 11), "default")  # N L^2 above the cells
+    assert pipeline._host_job(job(5, 8), "default")
+    assert not pipeline._host_job(job(6, 8), "default")  # within the cells, above the sequences
+    # accurate mode counts its all-pairs local alignments: N (N - 1) / 2 L^2
+    assert pipeline._host_job(job(4, 10), "accurate")
+    assert not pipeline._host_job(job(5, 8), "accurate")  # 10 pairs of 64 cells
+    assert not pipeline._host_job(job(6, 1), "accurate")  # above the sequences

@@ -269,3 +269,23 @@ def test_numba_path_merge_equals_the_tensor_one(seed):
     assert got.shape == (n, len(path))
     for r in range(n):  # every row keeps its residues in order
         assert np.array_equal(got[r][got[r] != GAP], codes[r][codes[r] != GAP])
+
+
+def test_entries_by_row_lists_every_entry_under_both_rows_in_order():
+    """Against a plain-Python listing: row r holds the entries where it is x, then those where
+    it is y, each half in library order."""
+    from torchmsa.cpu.refine import entries_by_row
+
+    rng = np.random.default_rng(3)
+    n, e = 9, 200
+    x = rng.integers(0, n - 2, e)
+    y = x + rng.integers(1, n - x, e)
+    lib = np.stack([x, rng.integers(0, 50, e), y, rng.integers(0, 50, e)])
+    val = rng.integers(1, 1000, e)
+    by_row, row_ptr = entries_by_row(lib, val, n)
+    assert row_ptr[0] == 0 and row_ptr[-1] == 2 * e
+    for r in range(n):
+        want = [(y[k], lib[1, k], lib[3, k], val[k]) for k in range(e) if x[k] == r]
+        want += [(x[k], lib[3, k], lib[1, k], val[k]) for k in range(e) if y[k] == r]
+        got = [tuple(by_row[:, t]) for t in range(row_ptr[r], row_ptr[r + 1])]
+        assert got == want

@@ -78,6 +78,9 @@ REFINE_MAX_N = 500
 # cap between them is not measured.
 HOST_JOB_CELLS = 1 << 25
 HOST_JOB_MAX_N = 2048
+# Accurate mode's work is its all-pairs local alignments: there a job runs on the host when
+# pairs times the square of the longest is at most this (placeholder, measured below).
+HOST_ACCURATE_CELLS = 1 << 62
 MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see ops.colscores.column_scores)
 
 
@@ -194,12 +197,15 @@ def _progressive_jobs(batches, trees, scoring, backend, progress):
     return out
 
 
-def _host_job(batch: SequenceBatch) -> bool:
+def _host_job(batch: SequenceBatch, mode: str) -> bool:
     """Whether a job is small enough to run on the host rather than a GPU: at most
     :data:`HOST_JOB_MAX_N` sequences and ``N L^2`` (sequences times the square of the longest)
-    at most :data:`HOST_JOB_CELLS`."""
+    at most :data:`HOST_JOB_CELLS`; in accurate mode, pairs times ``L^2`` at most
+    :data:`HOST_ACCURATE_CELLS`."""
     longest = int(batch.lengths.max()) if len(batch) else 0
     n = len(batch)
+    if mode == "accurate":
+        return n <= HOST_JOB_MAX_N and n * (n - 1) // 2 * longest * longest <= HOST_ACCURATE_CELLS
     return n <= HOST_JOB_MAX_N and n * longest * longest <= HOST_JOB_CELLS
 
 
@@ -338,13 +344,14 @@ def align_many(
         raise ArgumentError(f"Invalid value for `tree` argument: {tree!r}; use one of {TREES}")
     host = torch.device("cpu")
     batches = [SequenceBatch.from_input(x, seqtype, host) for x in inputs]
+    chosen = [_resolve_mode(mode, b) for b in batches]
     # on a GPU under the automatic backend, a small job runs wholly on the host (its launches
     # and copies would cost more than its work); its tensors come back to the device
     places = [
-        host if backend == "auto" and dev.type == "cuda" and _host_job(b) else dev for b in batches
+        host if backend == "auto" and dev.type == "cuda" and _host_job(b, m) else dev
+        for b, m in zip(batches, chosen)
     ]
     batches = [b.to(p) for b, p in zip(batches, places)]
-    chosen = [_resolve_mode(mode, b) for b in batches]
     groups: dict[tuple[str, str, torch.device], list[int]] = {}
     for j, b in enumerate(batches):
         groups.setdefault((b.alphabet.name, chosen[j], places[j]), []).append(j)

@@ -25,15 +25,34 @@ def entries_by_row(lib: np.ndarray, val: np.ndarray, n_rows: int) -> tuple[np.nd
     """``(by_row int64 [4, 2E], row_ptr int64 [N + 1])``: every library entry under both its
     rows, rows one after another: column t of row r's range ``row_ptr[r] : row_ptr[r + 1]``
     holds the other row, the residue index in r, the residue index in the other row and the
-    entry's value. ``lib int64 [4, E]`` holds each entry's ``x, i, y, j``."""
-    x, i, y, j = lib
-    rows = np.concatenate([x, y])
-    order = np.argsort(rows, kind="stable")
-    by_row = np.stack(
-        [np.concatenate(p)[order] for p in ((y, x), (i, j), (j, i), (val, val))]
-    ).astype(np.int64)
-    row_ptr = np.searchsorted(rows[order], np.arange(n_rows + 1)).astype(np.int64)
-    return np.ascontiguousarray(by_row), row_ptr
+    entry's value. ``lib int64 [4, E]`` holds each entry's ``x, i, y, j``; within a row, the
+    entries where it is ``x`` come first, each half in library order."""
+    lib = np.ascontiguousarray(lib, dtype=np.int64)
+    return _by_row(lib, np.ascontiguousarray(val, dtype=np.int64), n_rows)
+
+
+@njit(cache=True, nogil=True)
+def _by_row(lib, val, n_rows):
+    """:func:`entries_by_row` as a counting sort (rows are small integers)."""
+    x, i, y, j = lib[0], lib[1], lib[2], lib[3]
+    row_ptr = np.zeros(n_rows + 1, np.int64)
+    for e in range(x.size):
+        row_ptr[x[e] + 1] += 1
+        row_ptr[y[e] + 1] += 1
+    for r in range(n_rows):
+        row_ptr[r + 1] += row_ptr[r]
+    at = row_ptr[:n_rows].copy()
+    by_row = np.empty((4, 2 * x.size), np.int64)
+    for half in range(2):
+        for e in range(x.size):
+            r, other, ri, oi = (x[e], y[e], i[e], j[e]) if half == 0 else (y[e], x[e], j[e], i[e])
+            t = at[r]
+            at[r] = t + 1
+            by_row[0, t] = other
+            by_row[1, t] = ri
+            by_row[2, t] = oi
+            by_row[3, t] = val[e]
+    return by_row, row_ptr
 
 
 @njit(cache=True, nogil=True)
