@@ -178,7 +178,9 @@ class Consistency:
             k: torch.cat(v) if v else torch.zeros(0, dtype=torch.int64, device=device)
             for k, v in cols.items()
         }
-        order = torch.argsort(cat["g"], stable=True)
+        # by level, and within a level by node: each node's entries are contiguous
+        n_nodes = forest.n_leaves + forest.children.shape[0]
+        order = torch.argsort(cat["g"] * n_nodes + cat["n"], stable=True)
         for k in "xiyjw":
             setattr(self, k, cat[k][order])
         self.node = cat["n"][order]  # the forest node where each entry's sequences meet

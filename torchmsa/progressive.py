@@ -346,9 +346,8 @@ def _cpu_run(
         ent, (lo, hi) = np.zeros((5, 0), np.int64), np.zeros((2, len(pairs)), np.int64)
         cweight, res_col, node_of_seq = 0, np.zeros(0, np.int64), np.zeros(0, np.int64)
     else:
-        ent, node = track.entries()
-        lo = np.searchsorted(node, pairs[:, 2], side="left")
-        hi = np.searchsorted(node, pairs[:, 2], side="right")
+        ent, lo_of, hi_of = track.entries()
+        lo, hi = lo_of[pairs[:, 2]], hi_of[pairs[:, 2]]
         cweight = track.cons.weight
         res_col = track.table.col.cpu().numpy().astype(np.int64, copy=True)
         node_of_seq = track.node_of_seq.cpu().numpy().astype(np.int64, copy=True)
@@ -574,17 +573,23 @@ class _Columns:
         self.node_of_seq = torch.arange(len(weights), device=device)
         self.kid_pos = torch.full((n_nodes,), -1, dtype=torch.int64, device=device)
 
-    def entries(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(ent int64 [5, E], node int64 [E])`` on the host, sorted by node: every library
-        entry's ``x, i, y, j`` and value ``w w_x w_y``, and the node where its sequences meet."""
+    def entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ent int64 [5, E], lo int64 [nodes], hi int64 [nodes])`` on the host: every library
+        entry's ``x, i, y, j`` and value ``w w_x w_y``, in the consistency's order (each node's
+        entries contiguous), and the range ``lo[v]:hi[v]`` of the entries whose sequences meet
+        at node ``v``."""
         if self._entries is None:
             c = self.cons
-            host = [t.cpu().numpy().astype(np.int64) for t in (c.x, c.i, c.y, c.j, c.w, c.node)]
-            x, i, y, j, w, node = host
-            wts = self.weights.cpu().numpy().astype(np.int64)
-            order = np.argsort(node, kind="stable")
-            ent = np.stack([x, i, y, j, w * wts[x] * wts[y]])[:, order]
-            self._entries = (np.ascontiguousarray(ent), node[order])
+            val = c.w * self.weights[c.x] * self.weights[c.y]
+            ent = torch.stack([c.x, c.i, c.y, c.j, val]).to(torch.int64).cpu().numpy()
+            nodes, counts = (
+                t.cpu().numpy() for t in torch.unique_consecutive(c.node, return_counts=True)
+            )
+            lo = np.zeros(self.kid_pos.numel(), np.int64)
+            hi = np.zeros_like(lo)
+            lo[nodes] = np.cumsum(counts) - counts
+            hi[nodes] = lo[nodes] + counts
+            self._entries = (ent, lo, hi)
         return self._entries
 
     def _seq_kid(self, kids):

@@ -366,7 +366,7 @@ def refine(
         codes = codes[:, live]
     if library is not None and not len(library):
         library = None
-    host = _Host(sides, weights, scoring, gap, library, consistency_weight)
+    hosts = []  # the host's arrays, made when an evaluation first runs there
     places = {}
     on_gpu = device.type == "cuda"
     threads = numba.get_num_threads()
@@ -377,8 +377,10 @@ def refine(
         the merges and later evaluations) and the evaluation."""
         width = codes.shape[1]
         if not on_gpu or -(-len(rows) // threads) * width * width <= HOST_CELLS:
+            if not hosts:
+                hosts.append(_Host(sides, weights, scoring, gap, library, consistency_weight))
             codes = codes.cpu()
-            return codes, host.evaluate(codes, rows)
+            return codes, hosts[0].evaluate(codes, rows)
         codes = codes.to(device)
         if device not in places:
             places[device] = _Place(device, sides, weights, library)
@@ -398,12 +400,12 @@ def refine(
         ]
         if not order:
             break
-        codes = _apply(codes, host.side(order[0], codes.device), ops[order[0]], gap)
+        codes = _apply(codes, sides[order[0]].to(codes.device), ops[order[0]], gap)
         applied += 1
         for k in order[1 : 1 + FOLLOW_UPS]:
             codes, (diff, _, _, one) = evaluate(codes, every[k : k + 1])
             if diff[0] > 0:
-                codes = _apply(codes, host.side(k, codes.device), one[0], gap)
+                codes = _apply(codes, sides[k].to(codes.device), one[0], gap)
                 applied += 1
     return codes.to(device), applied
 
@@ -442,23 +444,13 @@ class _Host:
         )
         if library is None:
             lib, val = np.zeros((4, 0), np.int64), np.zeros(0, np.int64)
-        else:
-            lib = np.stack(
-                [
-                    t.cpu().to(torch.int64).numpy()
-                    for t in (library.x, library.i, library.y, library.j)
-                ]
-            )
-            val = (
-                library.w.cpu().to(torch.int64).numpy()
-                * self.weights[lib[0]]
-                * self.weights[lib[2]]
-            )
+        else:  # on the library's device, then one copy each
+            w = weights.to(device=library.x.device, dtype=torch.int64)
+            lib = torch.stack([library.x, library.i, library.y, library.j]).to(torch.int64)
+            val = library.w.to(torch.int64) * w[library.x] * w[library.y]
+            lib, val = lib.cpu().numpy(), val.cpu().numpy()
         self.lib = entries_by_row(lib, val, len(self.weights))
         self.cw = int(consistency_weight) if library is not None else 0
-
-    def side(self, k, device):
-        return torch.from_numpy(self.sides[k]).to(device)
 
     def evaluate(self, codes, rows):
         """As :func:`evaluate_partitions` for edges ``rows`` (``int64`` tensor) of ``codes``."""
