@@ -194,8 +194,10 @@ def test_partition_evaluation_matches_a_plain_python_oracle(evaluator):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_numba_edge_evaluation_equals_the_batched_one(seed):
-    """Every edge of a tree, with and without a library: the same gains, weights and paths."""
+def test_numba_edge_evaluation_equals_the_batched_one(seed, monkeypatch):
+    """Every edge of a tree, with and without a library: the same gains, weights and paths;
+    the batch's consistency in one step (seed 0) or edge by edge (seeds 1, 2)."""
+    from torchmsa import refine as refine_module
     from torchmsa.consistency import Library
     from torchmsa.refine import _Host, _State, evaluate_partitions
 
@@ -222,6 +224,8 @@ def test_numba_edge_evaluation_equals_the_batched_one(seed):
     lib = Library(*(torch.tensor(v) for v in zip(*ent)), dist=np.zeros((n, n)))
     scoring = profile_scoring(PROTEIN)
     t = torch.tensor(codes, dtype=torch.uint8)
+    if seed:
+        monkeypatch.setattr(refine_module, "CONS_BYTES", 1 << 40)
     for cw in (0, 16):
         used = lib if cw else None
         lib_val = lib.w * weights[lib.x] * weights[lib.y]

@@ -38,7 +38,8 @@ __all__ = ["refine", "partitions", "evaluate_partitions"]
 
 FOLLOW_UPS = 8
 CELL_BYTES = 48  # device bytes per DP cell of a batch: scores, consistency sums, DP buffers
-DENSE_ELEMENTS = 1 << 23  # elements of one [edges, N, C] (or [edges, entries]) step
+DENSE_ELEMENTS = 1 << 23  # elements of one [edges, N, C] step
+CONS_BYTES = 128  # device bytes per edge and library entry of a consistency step (its peak)
 MAX_BATCH_CELLS = 1 << 27
 # On a GPU, an evaluation runs on the CPU, edge by edge in numba over the host's threads, when
 # (edges per thread) x columns² is at most this: small pieces cost more in launches than in
@@ -170,7 +171,7 @@ def _add_consistency(st, S, s_off, mem, a, b, w_a, w_b, weight):
     lib = st.lib
     ka, kb, nb = a.col, b.col, b.n
     denom = w_a * w_b
-    step = max(1, DENSE_ELEMENTS // max(1, len(lib)))
+    step = max(1, memory_budget(S.device) // (CONS_BYTES * max(1, len(lib))))
     for k0 in range(0, mem.shape[0], step):
         sx, sy = mem[k0 : k0 + step][:, lib.x], mem[k0 : k0 + step][:, lib.y]
         kk, e = torch.nonzero(sx != sy, as_tuple=True)
