@@ -79,8 +79,9 @@ REFINE_MAX_N = 500
 HOST_JOB_CELLS = 1 << 25
 HOST_JOB_MAX_N = 2048
 # Accurate mode's work is its all-pairs local alignments: there a job runs on the host when
-# pairs times the square of the longest is at most this. Chosen on BAliBASE's 218 cases, each
-# timed wholly on the GPU and wholly on the host (e2e_gpu-accurate-hostcells-*.md; README).
+# pairs times the square of the longest is at most this. Chosen on BAliBASE's cases timed wholly
+# on the GPU (e2e_gpu-accurate-hostcells-0.md) and wholly on the host (193 of them before the
+# call's limit: e2e_gpu-accurate-hostcells-all-host.log); README, Architecture.
 HOST_ACCURATE_CELLS = 1 << 27
 MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see ops.colscores.column_scores)
 

@@ -40,7 +40,9 @@ FOLLOW_UPS = 8
 CELL_BYTES = 48  # device bytes per DP cell of a batch: scores, consistency sums, DP buffers
 DENSE_ELEMENTS = 1 << 23  # elements of one [edges, N, C] step
 CONS_BYTES = 128  # device bytes per edge and library entry of a consistency step (its peak)
-MAX_BATCH_CELLS = 1 << 27
+# at most this many DP cells in one batch (2^29 against 2^27: 7 % less time on 12 large
+# BAliBASE cases, most on the widest; benchmarks/results/ab-accurate-cons-a88ec34.md)
+MAX_BATCH_CELLS = 1 << 29
 # On a GPU, an evaluation runs on the CPU, edge by edge in numba over the host's threads, when
 # (edges per thread) x columns² is at most this: small pieces cost more in launches than in
 # arithmetic (work shared between host and device, seed 004). On the CPU every evaluation runs
