@@ -51,6 +51,12 @@ class Library:
         return int(self.x.numel())
 
 
+def entry_values(entries, weights: torch.Tensor) -> torch.Tensor:
+    """``w w_x w_y``: each entry's weight times its two sequences' weights, for a
+    :class:`Library` or a :class:`Consistency` (``weights``: ``int64 [N]`` on their device)."""
+    return entries.w * weights[entries.x] * weights[entries.y]
+
+
 def _entries(ops, info, codes_a, codes_b):
     """Aligned residue pairs of a batch of local alignments: (pair, i, j, same) tensors."""
     n_ops = info[:, 1].long()

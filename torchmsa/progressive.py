@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from torchmsa.consistency import entry_values
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP, RES_ONE
 from torchmsa.cpu.dp_rows import OCC_SHIFT
 from torchmsa.errors import ResourceError
@@ -580,7 +581,7 @@ class _Columns:
         at node ``v``."""
         if self._entries is None:
             c = self.cons
-            val = c.w * self.weights[c.x] * self.weights[c.y]
+            val = entry_values(c, self.weights)
             ent = torch.stack([c.x, c.i, c.y, c.j, val]).to(torch.int64).cpu().numpy()
             nodes, counts = (
                 t.cpu().numpy() for t in torch.unique_consecutive(c.node, return_counts=True)

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 import torch
 
-from torchmsa.consistency import Library
+from torchmsa.consistency import Library, entry_values
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.cpu.dp_rows import OCC_SHIFT, RES_SHIFT
 from torchmsa.cpu.refine import apply_path, entries_by_row, evaluate_edges
@@ -425,7 +425,7 @@ class _Place:
                 *(t.to(device) for t in (library.x, library.i, library.y, library.j, library.w)),
                 library.dist,
             )
-            self.lib_val = self.lib.w * self.weights[self.lib.x] * self.weights[self.lib.y]
+            self.lib_val = entry_values(self.lib, self.weights)
 
 
 class _Host:
@@ -450,7 +450,7 @@ class _Host:
         else:  # on the library's device, then one copy each
             w = weights.to(device=library.x.device, dtype=torch.int64)
             lib = torch.stack([library.x, library.i, library.y, library.j]).to(torch.int64)
-            val = library.w.to(torch.int64) * w[library.x] * w[library.y]
+            val = entry_values(library, w)
             lib, val = lib.cpu().numpy(), val.cpu().numpy()
         self.lib = entries_by_row(lib, val, len(self.weights))
         self.cw = int(consistency_weight) if library is not None else 0
