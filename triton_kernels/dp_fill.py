@@ -108,25 +108,6 @@ def _scores(
 
 
 @triton.jit
-def _column_loads(
-    sc_ptr, s_base, r0, j, n_p, m_p, hb_h_ptr, hb_f_ptr, hb_base, kp, ob_ptr, cb_ptr, rb_ptr,
-    b_base, q, R: tl.constexpr,
-):  # fmt: skip
-    """A profile step's inputs at column ``j``, masked to ``1 <= j <= m``: the strip's scores
-    (a tuple), lane 0's horizontal-buffer cells (passes after the first) and column ``j``'s
-    opening and closing costs and residue factor."""
-    col = (j >= 1) & (j <= m_p)
-    sc = _scores(sc_ptr, s_base, sc_ptr, 0, r0, j, n_p, m_p, col, 1, 1, R, 32, True, True)
-    m_hb = (q == 0) & col & (kp > 0)
-    hb_h = tl.load(hb_h_ptr + hb_base + (j - 1), mask=m_hb, other=0)
-    hb_f = tl.load(hb_f_ptr + hb_base + (j - 1), mask=m_hb, other=0)
-    ob = tl.load(ob_ptr + b_base + j, mask=col, other=0)
-    cb = tl.load(cb_ptr + b_base + j, mask=col, other=0)
-    rb = tl.load(rb_ptr + b_base + j, mask=col, other=0)
-    return sc, hb_h, hb_f, ob, cb, rb
-
-
-@triton.jit
 def _step(
     hl,
     ee,
@@ -437,11 +418,6 @@ def _dp_fill_kernel(
             else:
                 t_lo = steady_end
                 t_hi = m_max + Q - 1
-            if PROFILE:  # the first column's loads; each step then loads the next one's
-                nxt = _column_loads(
-                    sc_ptr, s_base, r0, t_lo - q + 1 + zero, n_p, m_p, hb_h_ptr, hb_f_ptr,
-                    hb_base, kp, ob_ptr, cb_ptr, rb_ptr, b_base, q, R,
-                )  # fmt: skip
             for t in range(t_lo, t_hi):
                 j = t - q + 1 + zero
                 if phase != 1:
@@ -453,29 +429,26 @@ def _dp_fill_kernel(
                 g_h = tl.gather(out_h, src_lane, 1)
                 g_f = tl.gather(out_f, src_lane, 1)
                 lane0 = q == 0
+                m_hb = lane0 & act & (kp > 0)
+                hb_h = tl.load(hb_h_ptr + hb_base + (j - 1), mask=m_hb, other=0)
+                hb_f = tl.load(hb_f_ptr + hb_base + (j - 1), mask=m_hb, other=0)
                 if PROFILE:
-                    # profile scores live in memory the DP reads once: the loads of column
-                    # j + 1 are issued now and waited for only at the next step
-                    sc, hb_h, hb_f, ob, cb, rb = nxt
-                    nxt = _column_loads(
-                        sc_ptr, s_base, r0, j + 1, n_p, m_p, hb_h_ptr, hb_f_ptr, hb_base, kp,
-                        ob_ptr, cb_ptr, rb_ptr, b_base, q, R,
-                    )  # fmt: skip
+                    m_col = act & (j <= m_p)
+                    ob = tl.load(ob_ptr + b_base + j, mask=m_col, other=0)
+                    cb = tl.load(cb_ptr + b_base + j, mask=m_col, other=0)
+                    rb = tl.load(rb_ptr + b_base + j, mask=m_col, other=0)
                     row0 = _boundary(j, oa0, _facing(ca0, rb), ext, MODE)
                 else:
-                    m_hb = lane0 & act & (kp > 0)
-                    hb_h = tl.load(hb_h_ptr + hb_base + (j - 1), mask=m_hb, other=0)
-                    hb_f = tl.load(hb_f_ptr + hb_base + (j - 1), mask=m_hb, other=0)
                     ob = gap_open
                     cb = 0
                     rb = 0
                     row0 = _boundary(j, oa0, ca0, ext, MODE) - off
-                    sc = _scores(
-                        sc_ptr, s_base, b_ptr, b_base, r0, j, n_p, m_p, act, WPR, A, R, EB,
-                        PROFILE, phase != 1,
-                    )  # fmt: skip
                 up_h = tl.where(lane0, tl.where(first, row0, hb_h), g_h)
                 up_f = tl.where(lane0, tl.where(first, NEG, hb_f), g_f)
+                sc = _scores(
+                    sc_ptr, s_base, b_ptr, b_base, r0, j, n_p, m_p, act, WPR, A, R, EB,
+                    PROFILE, phase != 1,
+                )  # fmt: skip
                 hl, ee, bs, bj, diag, out_h, out_f, words = _step(
                     hl, ee, bs, bj, diag, out_h, out_f, sc, oa, ca, ra, ob, cb, rb, up_h, up_f, ext,
                     j, act, R, MODE, PROFILE, TRACE, PACKED, phase != 1,

@@ -110,25 +110,10 @@ def _scores(prof_a, prof_b, matrix, wa, wb, occ_shift):
     correctly rounded quotient is the exact floor; float64 lets the inner loop vectorise.
     Each cell costs one multiply-add per residue type present in the sparser profile's column
     (a group of k sequences has at most k), not one per letter of the alphabet."""
-    rows, mb, da, db, inv_b, flip = score_setup(prof_a, prof_b, matrix, wa, wb, occ_shift)
-    S = np.empty((rows.shape[0], mb.shape[1]), np.int32)
-    raw = np.empty(mb.shape[1], np.float64)
-    for i in range(rows.shape[0]):
-        score_row(i, rows, mb, da, db, inv_b, S, raw)
-    return S.T.copy() if flip else S
-
-
-@njit(cache=True, nogil=True)
-def score_setup(prof_a, prof_b, matrix, wa, wb, occ_shift):
-    """What :func:`score_row` needs for :func:`_scores`: ``(rows, M Pᵀ of the other profile,
-    row divisors, column divisors and their reciprocals (float64), flip)``, the rows taken
-    from the sparser profile (``flip``: from ``prof_b``, so the rows computed are ``Sᵀ``'s)."""
     da, db = _divisors(prof_a, wa, occ_shift), _divisors(prof_b, wb, occ_shift)
-    flip = _nonzeros(prof_a) > _nonzeros(prof_b)
-    if flip:
-        prof_a, prof_b, matrix, da, db = prof_b, prof_a, matrix.T, db, da
-    dbf = db.astype(np.float64)
-    return prof_a, _times_matrix(prof_b, matrix), da, dbf, 1.0 / dbf, flip
+    if _nonzeros(prof_a) <= _nonzeros(prof_b):
+        return _sparse_rows(prof_a, prof_b, matrix, da, db)
+    return _sparse_rows(prof_b, prof_a, matrix.T, db, da).T.copy()
 
 
 @njit(cache=True, nogil=True)
@@ -141,53 +126,51 @@ def _nonzeros(prof):
 
 
 @njit(cache=True, nogil=True)
-def _times_matrix(prof_b, matrix):
-    """``float64 [A, m]``: ``M P_bᵀ``."""
-    m, n_alpha = prof_b.shape[0], matrix.shape[0]
-    mb = np.zeros((n_alpha, m), np.float64)
+def _sparse_rows(prof_a, prof_b, matrix, da, db):
+    """:func:`_scores` row by row over the nonzero entries of ``prof_a``'s columns:
+    ``S[i] = floor(sum_p P_a[i, p] (M P_bᵀ)[p] / (d_a[i] d_b))``."""
+    n, m, n_alpha = prof_a.shape[0], prof_b.shape[0], matrix.shape[0]
+    mb = np.zeros((n_alpha, m), np.float64)  # M P_bᵀ
     for j in range(m):
         for q in range(n_alpha):
             v = prof_b[j, q]
             if v != 0:
                 for p in range(n_alpha):
                     mb[p, j] += matrix[p, q] * v
-    return mb
-
-
-@njit(cache=True, nogil=True)
-def score_row(i, prof_a, mb, da, dbf, inv_b, S, raw):
-    """Row ``i`` of :func:`_scores` over the nonzero entries of ``prof_a``'s column ``i``:
-    ``S[i] = floor(sum_p P_a[i, p] (M P_bᵀ)[p] / (d_a[i] d_b))`` (``raw``: ``float64 [m]``
-    scratch). Rows are independent: threads may share ``S``, each with its own ``raw``."""
-    m, n_alpha = mb.shape[1], mb.shape[0]
-    # a column of one residue type (every column of a single sequence) scales one row of
-    # M P_bᵀ: no sum to clear and accumulate
-    only, count = 0, 0
-    for p in range(n_alpha):
-        if prof_a[i, p] != 0:
-            only = p
-            count += 1
-    if count == 1:
-        v = np.float64(prof_a[i, only])
-        for j in range(m):
-            raw[j] = v * mb[only, j]
-    else:
-        raw[:] = 0.0
+    dbf = db.astype(np.float64)
+    inv_b = 1.0 / dbf
+    S = np.empty((n, m), np.int32)
+    raw = np.empty(m, np.float64)
+    for i in range(n):
+        # a column of one residue type (every column of a single sequence) scales one row of
+        # M P_bᵀ: no sum to clear and accumulate
+        only, count = 0, 0
         for p in range(n_alpha):
-            v = np.float64(prof_a[i, p])
-            if v != 0.0:
-                for j in range(m):
-                    raw[j] += v * mb[p, j]
-    dai = np.float64(da[i])
-    inv_a = 1.0 / dai
-    for j in range(m):
-        # the quotient from reciprocals is within one of the floor; the exact products
-        # (below 2^53) settle it
-        d = dai * dbf[j]
-        q = np.floor(raw[j] * inv_a * inv_b[j])
-        q -= q * d > raw[j]
-        q += (q + 1.0) * d <= raw[j]
-        S[i, j] = np.int32(q)
+            if prof_a[i, p] != 0:
+                only = p
+                count += 1
+        if count == 1:
+            v = np.float64(prof_a[i, only])
+            for j in range(m):
+                raw[j] = v * mb[only, j]
+        else:
+            raw[:] = 0.0
+            for p in range(n_alpha):
+                v = np.float64(prof_a[i, p])
+                if v != 0.0:
+                    for j in range(m):
+                        raw[j] += v * mb[p, j]
+        dai = np.float64(da[i])
+        inv_a = 1.0 / dai
+        for j in range(m):
+            # the quotient from reciprocals is within one of the floor; the exact products
+            # (below 2^53) settle it
+            d = dai * dbf[j]
+            q = np.floor(raw[j] * inv_a * inv_b[j])
+            q -= q * d > raw[j]
+            q += (q + 1.0) * d <= raw[j]
+            S[i, j] = np.int32(q)
+    return S
 
 
 @njit(cache=True, nogil=True)

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit, prange
 
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP, _profile_align, path_score
-from torchmsa.cpu.merge import _costs, _scores, add_floored, score_row, score_setup
+from torchmsa.cpu.merge import _costs, _scores, add_floored
 
 __all__ = ["apply_path", "evaluate_edges", "entries_by_row", "residue_columns"]
 
@@ -116,24 +116,32 @@ def _group(codes, weights, side, want, gap, n_alpha):
 
 
 @njit(cache=True, nogil=True)
-def _edge_groups(codes, weights, side, n_alpha, gap, gap_open, t_num, t_den, occ_shift):
-    """An edge's two groups: ``(a, b)``, each ``(kept columns, their sub-alignment indices,
-    profile, weight, opening costs, closing costs, residue factors)``."""
+def _one_edge(
+    codes,
+    weights,
+    side,
+    matrix,
+    gap,
+    gap_open,
+    ext,
+    t_num,
+    t_den,
+    occ_shift,
+    by_row,
+    row_ptr,
+    col,
+    seq_off,
+    cweight,
+    ops,
+):
+    """``(DP optimum - current path's score, w_a, w_b, n_ops)`` of one edge; its ops to ``ops``."""
+    n_alpha = matrix.shape[0]
     kept_a, idx_a, prof_a, both_a, wa = _group(codes, weights, side, True, gap, n_alpha)
     kept_b, idx_b, prof_b, both_b, wb = _group(codes, weights, side, False, gap, n_alpha)
+    n, m = kept_a.size, kept_b.size
     oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
     ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
-    return (kept_a, idx_a, prof_a, wa, oa, ca, ra), (kept_b, idx_b, prof_b, wb, ob, cb, rb)
-
-
-@njit(cache=True, nogil=True)
-def _edge_finish(codes, side, S, a, b, ext, by_row, row_ptr, col, seq_off, cweight, ops):
-    """``(DP optimum - current path's score, w_a, w_b, n_ops)`` of one edge from its groups
-    (:func:`_edge_groups`) and column scores ``S``: the consistency tile joins ``S``, then the
-    current path's score and the DP; its ops go to ``ops``."""
-    kept_a, idx_a, _, wa, oa, ca, ra = a
-    kept_b, idx_b, _, wb, ob, cb, rb = b
-    n, m = kept_a.size, kept_b.size
+    S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
     if by_row.shape[1] and n and m:
         tile = np.zeros((n, m), np.int64)
         # the entries between the groups, each found once from its end in the smaller group
@@ -204,35 +212,32 @@ def evaluate_edges(
     library's entries (possibly none) are listed under each of their rows (``by_row``,
     ``row_ptr``: :func:`entries_by_row`); their values are added times ``cweight``.
     ``info int64 [K, 4]`` gets ``(DP optimum - current score, w_a, w_b, n_ops)`` and
-    ``ops uint8 [K, 2C]`` the new paths. Edges run in parallel; a single edge (refinement's
-    follow-ups) spreads its column scores' rows over the threads instead.
+    ``ops uint8 [K, 2C]`` the new paths.
     """
     col, seq_off = residue_columns(codes, gap)
-    n_alpha = matrix.shape[0]
-    if sides.shape[0] == 1:
-        a, b = _edge_groups(
-            codes, weights, sides[0], n_alpha, gap, gap_open, t_num, t_den, occ_shift
-        )
-        rows, mb, da, dbf, inv_b, flip = score_setup(a[2], b[2], matrix, a[3], b[3], occ_shift)
-        S = np.empty((rows.shape[0], mb.shape[1]), np.int32)
-        for i in prange(rows.shape[0]):
-            score_row(i, rows, mb, da, dbf, inv_b, S, np.empty(mb.shape[1], np.float64))
-        if flip:
-            S = S.T.copy()
-        done = _edge_finish(
-            codes, sides[0], S, a, b, ext, by_row, row_ptr, col, seq_off, cweight, ops[0]
-        )
-        info[0, 0], info[0, 1], info[0, 2], info[0, 3] = done
-        return
     for k in prange(sides.shape[0]):
-        a, b = _edge_groups(
-            codes, weights, sides[k], n_alpha, gap, gap_open, t_num, t_den, occ_shift
+        d, wa, wb, n_ops = _one_edge(
+            codes,
+            weights,
+            sides[k],
+            matrix,
+            gap,
+            gap_open,
+            ext,
+            t_num,
+            t_den,
+            occ_shift,
+            by_row,
+            row_ptr,
+            col,
+            seq_off,
+            cweight,
+            ops[k],
         )
-        S = _scores(a[2], b[2], matrix, a[3], b[3], occ_shift)
-        done = _edge_finish(
-            codes, sides[k], S, a, b, ext, by_row, row_ptr, col, seq_off, cweight, ops[k]
-        )
-        info[k, 0], info[k, 1], info[k, 2], info[k, 3] = done
+        info[k, 0] = d
+        info[k, 1] = wa
+        info[k, 2] = wb
+        info[k, 3] = n_ops
 
 
 @njit(cache=True, nogil=True)
