@@ -369,7 +369,7 @@ def refine(
         codes = codes[:, live]
     if library is not None and not len(library):
         library = None
-    hosts = []  # the host's arrays, made when an evaluation first runs there
+    host = None  # the host's arrays, made when an evaluation first runs there
     places = {}
     on_gpu = device.type == "cuda"
     threads = numba.get_num_threads()
@@ -378,12 +378,13 @@ def refine(
         """``rows`` edges against ``codes``: on the host, edge by edge, when the work is small.
         Returns ``codes`` on the device that evaluated them (the host's copy stays there for
         the merges and later evaluations) and the evaluation."""
+        nonlocal host
         width = codes.shape[1]
         if not on_gpu or -(-len(rows) // threads) * width * width <= HOST_CELLS:
-            if not hosts:
-                hosts.append(_Host(sides, weights, scoring, gap, library, consistency_weight))
+            if host is None:
+                host = _Host(sides, weights, scoring, gap, library, consistency_weight)
             codes = codes.cpu()
-            return codes, hosts[0].evaluate(codes, rows)
+            return codes, host.evaluate(codes, rows)
         codes = codes.to(device)
         if device not in places:
             places[device] = _Place(device, sides, weights, library)
