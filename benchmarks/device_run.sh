@@ -17,6 +17,7 @@
 #   linkage   benchmarks.linkage_gpu (LINK_ARGS)
 #   ab        benchmarks.ab_cases --device cuda (AB_ARGS: cases, variants, name)
 #   dp-cpu    benchmarks.colscores_cpu on the machine's CPU (DP_ARGS)
+#   placement benchmarks.refine_placement (PLACE_ARGS)
 # Triton's kernel cache goes back as $OUT/triton_cache.tgz; name that file (carried in an
 # ignored folder) in TRITON_CACHE_TGZ on the next call and a fresh machine starts with it
 # (a cold cache costs minutes of compiling: README, "First run on a machine").
@@ -68,6 +69,7 @@ for stage in "$@"; do
     ab) eval "py -m benchmarks.ab_cases --device cuda ${AB_ARGS:-} --out \"\$OUT\"" 2>&1 \
           | tee "$OUT/ab.log" | grep -E "^==|Error" ;;
     dp-cpu) py -m benchmarks.colscores_cpu ${DP_ARGS:-} --out "$OUT" 2>&1 | tail -12 ;;
+    placement) py -m benchmarks.refine_placement ${PLACE_ARGS:-} --out "$OUT" 2>&1 | tail -25 ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac
   [ "${PIPESTATUS[0]}" = 0 ] || status=1

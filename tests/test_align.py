@@ -8,7 +8,7 @@ import torch
 import torchmsa
 from torchmsa.alphabet import get_alphabet
 from torchmsa.cpu.dp_rows import OCC_SHIFT
-from torchmsa.cpu.merge import _scores
+from torchmsa.cpu.merge import _scores, scores_threaded
 from torchmsa.errors import ArgumentError, EmptyInputError, InvalidCharacterError, ScoringError
 from torchmsa.io import read_alignment, read_sequences
 from torchmsa.metrics import score_alignment
@@ -157,6 +157,11 @@ def test_column_scores_are_exact_at_the_weight_limit():
         mat64 = mat.numpy().astype(np.int64)
         assert _scores(pa, pb, mat64, wa, wb, OCC_SHIFT).tolist() == want
         assert _scores(pb, pa, mat64.T.copy(), wb, wa, OCC_SHIFT).T.tolist() == want
+        # and its rows spread over threads (a lone refinement edge), both orientations too
+        for threads in (1, 3):
+            assert scores_threaded(pa, pb, mat64, wa, wb, OCC_SHIFT, threads).tolist() == want
+            flipped = scores_threaded(pb, pa, mat64.T.copy(), wb, wa, OCC_SHIFT, threads)
+            assert flipped.T.tolist() == want
         prof = torch.tensor(np.concatenate([pa, pb]), dtype=torch.float64)
         S, s_off = batched_column_scores(
             prof,

@@ -108,7 +108,7 @@ def _oracle_side(rows, codes, weights, n_alpha, gap_open, terminal):
     return keep, prof, w, opening, close, res
 
 
-@pytest.mark.parametrize("evaluator", ["batched", "numba"])
+@pytest.mark.parametrize("evaluator", ["batched", "numba", "numba-lone"])
 def test_partition_evaluation_matches_a_plain_python_oracle(evaluator):
     from tests import oracles
     from torchmsa.consistency import Library
@@ -153,7 +153,12 @@ def test_partition_evaluation_matches_a_plain_python_oracle(evaluator):
             diffs, w_a, w_b, ops = evaluate_partitions(st, sides, scoring, "cpu", cw)
         else:
             host = _Host(sides, w_t, scoring, GAP, lib if cw else None, cw)
-            diffs, w_a, w_b, ops = host.evaluate(torch.tensor(codes, dtype=torch.uint8), rows)
+            t = torch.tensor(codes, dtype=torch.uint8)
+            if evaluator == "numba":
+                diffs, w_a, w_b, ops = host.evaluate(t, rows)
+            else:  # one edge per call: its scores and tile over the threads
+                each = [host.evaluate(t, rows[k : k + 1]) for k in range(len(rows))]
+                diffs, w_a, w_b, ops = ([e[i][0] for e in each] for i in range(4))
         for k, side in enumerate(sides.tolist()):
             rows_a = [r for r in range(n) if side[r]]
             rows_b = [r for r in range(n) if not side[r]]
@@ -231,9 +236,14 @@ def test_numba_edge_evaluation_equals_the_batched_one(seed, monkeypatch):
         lib_val = lib.w * weights[lib.x] * weights[lib.y]
         st = _State(t, weights, GAP, scoring.matrix.shape[0], used, lib_val)
         want = evaluate_partitions(st, sides, scoring, "cpu", cw)
-        got = _Host(sides, weights, scoring, GAP, used, cw).evaluate(t, torch.arange(len(sides)))
+        host = _Host(sides, weights, scoring, GAP, used, cw)
+        got = host.evaluate(t, torch.arange(len(sides)))
         assert got[:3] == want[:3]
         assert all(torch.equal(a, b) for a, b in zip(got[3], want[3]))
+        for k in range(len(sides)):  # each edge alone: its scores and tile over the threads
+            one = host.evaluate(t, torch.tensor([k]))
+            assert [x[0] for x in one[:3]] == [x[k] for x in want[:3]]
+            assert torch.equal(one[3][0], want[3][k])
         assert any(d > 0 for d in want[0])  # some edge gains: the paths are not all the old
 
 

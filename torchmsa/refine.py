@@ -28,7 +28,7 @@ import torch
 from torchmsa.consistency import Library, entry_values
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.cpu.dp_rows import OCC_SHIFT, RES_SHIFT
-from torchmsa.cpu.refine import apply_path, entries_by_row, evaluate_edges
+from torchmsa.cpu.refine import apply_path, entries_by_row, evaluate_edge, evaluate_edges
 from torchmsa.ops.colscores import batched_column_scores
 from torchmsa.ops.kmer_stream import memory_budget
 from torchmsa.ops.profile import profile_align
@@ -48,6 +48,10 @@ MAX_BATCH_CELLS = 1 << 29
 # arithmetic (work shared between host and device, seed 004). On the CPU every evaluation runs
 # so.
 HOST_CELLS = 1 << 20
+# A lone edge (a round's follow-ups) runs on the host up to this many columns²: on a GPU one
+# edge costs as many small launches and waits as a batch (11-14 ms on an H100 whatever its
+# width), on the host its DP alone grows with the cells (benchmarks/refine_placement.py).
+HOST_EDGE_CELLS = 1 << 22
 
 
 def partitions(tree) -> list[np.ndarray]:
@@ -380,7 +384,8 @@ def refine(
         the merges and later evaluations) and the evaluation."""
         nonlocal host
         width = codes.shape[1]
-        if not on_gpu or -(-len(rows) // threads) * width * width <= HOST_CELLS:
+        limit = HOST_EDGE_CELLS if len(rows) == 1 else HOST_CELLS
+        if not on_gpu or -(-len(rows) // threads) * width * width <= limit:
             if host is None:
                 host = _Host(sides, weights, scoring, gap, library, consistency_weight)
             codes = codes.cpu()
@@ -462,9 +467,12 @@ class _Host:
         sides = self.sides[rows.numpy()]
         info = np.empty((len(sides), 4), np.int64)
         ops = np.empty((len(sides), 2 * host.shape[1]), np.uint8)
-        evaluate_edges(
-            host, self.weights, sides, self.matrix, *self.params, *self.lib, self.cw, info, ops
-        )
+        common = (self.matrix, *self.params, *self.lib, self.cw)
+        if len(sides) == 1:  # a lone edge: its column scores and tile spread over the threads
+            threads = numba.get_num_threads()
+            evaluate_edge(host, self.weights, sides[0], *common, info[0], ops[0], threads)
+        else:  # edges in parallel
+            evaluate_edges(host, self.weights, sides, *common, info, ops)
         out = torch.from_numpy(ops)
         return (
             info[:, 0].tolist(),

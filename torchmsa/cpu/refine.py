@@ -16,9 +16,9 @@ import numpy as np
 from numba import njit, prange
 
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP, _profile_align, path_score
-from torchmsa.cpu.merge import _costs, _scores, add_floored
+from torchmsa.cpu.merge import _costs, _scores, add_floored, scores_threaded
 
-__all__ = ["apply_path", "evaluate_edges", "entries_by_row", "residue_columns"]
+__all__ = ["apply_path", "evaluate_edge", "evaluate_edges", "entries_by_row", "residue_columns"]
 
 
 def entries_by_row(lib: np.ndarray, val: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -116,56 +116,24 @@ def _group(codes, weights, side, want, gap, n_alpha):
 
 
 @njit(cache=True, nogil=True)
-def _one_edge(
-    codes,
-    weights,
-    side,
-    matrix,
-    gap,
-    gap_open,
-    ext,
-    t_num,
-    t_den,
-    occ_shift,
-    by_row,
-    row_ptr,
-    col,
-    seq_off,
-    cweight,
-    ops,
-):
-    """``(DP optimum - current path's score, w_a, w_b, n_ops)`` of one edge; its ops to ``ops``."""
-    n_alpha = matrix.shape[0]
+def _edge_groups(codes, weights, side, n_alpha, gap, gap_open, t_num, t_den, occ_shift):
+    """Both groups of an edge: kept columns, sub-alignment indices, profiles, weights and gap
+    costs (opening, closing halves and residue factors)."""
     kept_a, idx_a, prof_a, both_a, wa = _group(codes, weights, side, True, gap, n_alpha)
     kept_b, idx_b, prof_b, both_b, wb = _group(codes, weights, side, False, gap, n_alpha)
+    cost_a = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
+    cost_b = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
+    return kept_a, idx_a, prof_a, wa, cost_a, kept_b, idx_b, prof_b, wb, cost_b
+
+
+@njit(cache=True, nogil=True)
+def _edge_path(width, kept_a, kept_b, S, cost_a, cost_b, ext, ops):
+    """``(DP optimum - current path's score, n_ops)`` once ``S`` holds the edge's scores; the
+    new path goes to ``ops``."""
+    oa, ca, ra = cost_a
+    ob, cb, rb = cost_b
     n, m = kept_a.size, kept_b.size
-    oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
-    ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
-    S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
-    if by_row.shape[1] and n and m:
-        tile = np.zeros((n, m), np.int64)
-        # the entries between the groups, each found once from its end in the smaller group
-        rows_a = 0
-        for r in range(side.size):
-            rows_a += side[r]
-        small = rows_a <= side.size - rows_a
-        for r in range(side.size):
-            if side[r] != small:
-                continue
-            in_a, base = side[r], seq_off[r]
-            for t in range(row_ptr[r], row_ptr[r + 1]):
-                other = by_row[0, t]
-                if side[other] == small:
-                    continue
-                here = col[base + by_row[1, t]]
-                there = col[seq_off[other] + by_row[2, t]]
-                if in_a:
-                    tile[idx_a[here], idx_b[there]] += by_row[3, t]
-                else:
-                    tile[idx_a[there], idx_b[here]] += by_row[3, t]
-        add_floored(S, tile, cweight, wa * wb)
     # the current path: every column is in A, in B or in both (no column is all gaps)
-    width = codes.shape[1]
     old = np.empty(width, np.uint8)
     k = 0
     ia = ib = 0
@@ -185,7 +153,132 @@ def _one_edge(
         k += 1
     now = path_score(S, oa, ca, ob, cb, ra, rb, ext, old, k)
     best, n_ops = _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[:2]
-    return best - now, wa, wb, n_ops
+    return best - now, n_ops
+
+
+@njit(cache=True, nogil=True)
+def _smaller_group(side):
+    """The side (True: group A) with fewer rows; library entries are found from its rows."""
+    rows_a = 0
+    for r in range(side.size):
+        rows_a += side[r]
+    return rows_a <= side.size - rows_a
+
+
+@njit(cache=True, nogil=True)
+def _one_edge(
+    codes,
+    weights,
+    side,
+    matrix,
+    gap,
+    gap_open,
+    ext,
+    t_num,
+    t_den,
+    occ_shift,
+    by_row,
+    row_ptr,
+    col,
+    seq_off,
+    cweight,
+    ops,
+):
+    """``(DP optimum - current path's score, w_a, w_b, n_ops)`` of one edge; its ops to ``ops``."""
+    kept_a, idx_a, prof_a, wa, cost_a, kept_b, idx_b, prof_b, wb, cost_b = _edge_groups(
+        codes, weights, side, matrix.shape[0], gap, gap_open, t_num, t_den, occ_shift
+    )
+    n, m = kept_a.size, kept_b.size
+    S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
+    if by_row.shape[1] and n and m:
+        tile = np.zeros((n, m), np.int64)
+        # the entries between the groups, each found once from its end in the smaller group
+        small = _smaller_group(side)
+        for r in range(side.size):
+            if side[r] != small:
+                continue
+            in_a, base = side[r], seq_off[r]
+            for t in range(row_ptr[r], row_ptr[r + 1]):
+                other = by_row[0, t]
+                if side[other] == small:
+                    continue
+                here = col[base + by_row[1, t]]
+                there = col[seq_off[other] + by_row[2, t]]
+                if in_a:
+                    tile[idx_a[here], idx_b[there]] += by_row[3, t]
+                else:
+                    tile[idx_a[there], idx_b[here]] += by_row[3, t]
+        add_floored(S, tile, cweight, wa * wb)
+    d, n_ops = _edge_path(codes.shape[1], kept_a, kept_b, S, cost_a, cost_b, ext, ops)
+    return d, wa, wb, n_ops
+
+
+@njit(cache=True, parallel=True)
+def evaluate_edge(
+    codes,
+    weights,
+    side,
+    matrix,
+    gap,
+    gap_open,
+    ext,
+    t_num,
+    t_den,
+    occ_shift,
+    by_row,
+    row_ptr,
+    cweight,
+    info,
+    ops,
+    threads,
+):
+    """:func:`evaluate_edges` for one edge (``side bool [N]``, ``info int64 [4]``, ``ops uint8
+    [2C]``), its column scores and consistency tile spread over ``threads`` threads (a lone
+    edge would leave all threads but one idle). The same integers: the tile's cells are sums of
+    the same entries, only added in a different order."""
+    col, seq_off = residue_columns(codes, gap)
+    kept_a, idx_a, prof_a, wa, cost_a, kept_b, idx_b, prof_b, wb, cost_b = _edge_groups(
+        codes, weights, side, matrix.shape[0], gap, gap_open, t_num, t_den, occ_shift
+    )
+    n, m = kept_a.size, kept_b.size
+    S = scores_threaded(prof_a, prof_b, matrix, wa, wb, occ_shift, threads)
+    if by_row.shape[1] and n and m:
+        # each entry between the groups once, from its end in the smaller group, as (A column,
+        # B column, value) at its place among that group's rows
+        small = _smaller_group(side)
+        start = np.zeros(side.size + 1, np.int64)
+        for r in range(side.size):
+            start[r + 1] = start[r] + (row_ptr[r + 1] - row_ptr[r] if side[r] == small else 0)
+        at_a = np.empty(start[-1], np.int64)
+        at_b = np.empty(start[-1], np.int64)
+        for r in prange(side.size):
+            if side[r] != small:
+                continue
+            for t in range(row_ptr[r], row_ptr[r + 1]):
+                k = start[r] + t - row_ptr[r]
+                other = by_row[0, t]
+                if side[other] == small:
+                    at_a[k] = -1
+                    continue
+                here = col[seq_off[r] + by_row[1, t]]
+                there = col[seq_off[other] + by_row[2, t]]
+                at_a[k] = idx_a[here] if side[r] else idx_a[there]
+                at_b[k] = idx_b[there] if side[r] else idx_b[here]
+        # each thread sums the entries of its own band of A columns
+        bands = min(n, threads)
+        for band in prange(bands):
+            lo, hi = band * n // bands, (band + 1) * n // bands
+            tile = np.zeros((hi - lo, m), np.int64)
+            for r in range(side.size):
+                if side[r] != small:
+                    continue
+                for t in range(row_ptr[r], row_ptr[r + 1]):
+                    k = start[r] + t - row_ptr[r]
+                    if lo <= at_a[k] < hi:
+                        tile[at_a[k] - lo, at_b[k]] += by_row[3, t]
+            add_floored(S[lo:hi], tile, cweight, wa * wb)
+    info[0], info[3] = _edge_path(codes.shape[1], kept_a, kept_b, S, cost_a, cost_b, ext, ops)
+    info[1], info[2] = wa, wb
 
 
 @njit(cache=True, parallel=True)
