@@ -5,14 +5,17 @@
 
 Every evaluation that ``refine`` makes while aligning the cases on the GPU (with
 ``refine.HOST_CELLS`` and ``refine.HOST_EDGE_CELLS`` at -1, so that each one runs there) is also
-made on the host, in numba over all its threads, on the same alignment; both are timed (the GPU
-one synchronised) and their results compared. The host's copies of the edges and library
+made on the host, in numba, on the same alignment: a batch with its edges over the threads, a
+lone edge twice, on one thread and with its column scores and tile over the threads
+(``refine.THREADED_EDGE_CELLS``). All are timed (the GPU one synchronised) and their results
+compared. The host's copies of the edges and library
 (``refine._Host``, made once per refinement in the library) are not timed. A case's evaluations
 all follow the GPU's results, which equal the host's (the ``same`` column; a difference is an
-error). The summary gives the total time of the evaluations under a placement rule: lone edges
-(a round's follow-ups) on the host up to ``edge_cells`` columns², batches up to ``batch_cells``
-(edges per host thread) x columns², each on the GPU above; and the least possible (each
-evaluation where it was faster). ``--warm`` cases are aligned first, untimed, to compile.
+error). The summary gives the total time of the evaluations under placement rules: lone edges
+(a round's follow-ups) on the host up to a number of columns², of them on one thread up to
+another; batches on the host up to a number of (edges per host thread) x columns²; each on the
+GPU above; and the least possible (each evaluation where it was fastest). ``--warm`` cases are
+aligned first, untimed, to compile.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def _timed_evaluations(refine_module, record):
     import torch
 
     real = refine_module.evaluate_partitions
+    default_threaded = refine_module.THREADED_EDGE_CELLS
 
     def both(st, sides, scoring, backend, cw=0):
         torch.cuda.synchronize()
@@ -43,69 +47,73 @@ def _timed_evaluations(refine_module, record):
             return got
         host = refine_module._Host(sides.cpu(), st.w, scoring, st.gap, st.lib, cw)
         codes = st.codes.cpu()
-        t = time.perf_counter()
-        want = host.evaluate(codes, torch.arange(sides.shape[0]))
-        host_s = time.perf_counter() - t
-        same = want[:3] == got[:3] and all(
-            torch.equal(a.cpu(), b.cpu()) for a, b in zip(want[3], got[3])
-        )
-        if not same:
-            raise RuntimeError(f"{record['case']}: host and GPU evaluations differ")
-        record["rows"].append(
-            {
-                "case": record["case"],
-                "edges": sides.shape[0],
-                "width": codes.shape[1],
-                "n": codes.shape[0],
-                "gpu_ms": round(gpu_s * 1000, 3),
-                "host_ms": round(host_s * 1000, 3),
-            }
-        )
+        row = {
+            "case": record["case"],
+            "edges": sides.shape[0],
+            "width": codes.shape[1],
+            "n": codes.shape[0],
+            "gpu_ms": round(gpu_s * 1000, 3),
+        }
+        # a lone edge on one thread and spread over them; a batch as it is
+        lone = sides.shape[0] == 1
+        for label, threaded in (("host_ms", 2**62), ("threaded_ms", -1))[: 1 + lone]:
+            refine_module.THREADED_EDGE_CELLS = threaded
+            t = time.perf_counter()
+            want = host.evaluate(codes, torch.arange(sides.shape[0]))
+            row[label] = round((time.perf_counter() - t) * 1000, 3)
+            same = want[:3] == got[:3] and all(
+                torch.equal(a.cpu(), b.cpu()) for a, b in zip(want[3], got[3])
+            )
+            if not same:
+                raise RuntimeError(f"{record['case']}: host and GPU evaluations differ")
+        refine_module.THREADED_EDGE_CELLS = default_threaded
+        record["rows"].append(row)
         return got
 
     return both
 
 
 def _summary(rows, threads):
-    out = []
+    """Total evaluation time under placement rules (lone edges and batches on the host up to
+    their thresholds; a lone edge on one thread up to ``one``, over all threads above)."""
 
-    def on_host(r, edge_cells, batch_cells):
+    def time_of(r, one, edge, batch):
         cells = -(-r["edges"] // threads) * r["width"] ** 2
-        return cells <= (edge_cells if r["edges"] == 1 else batch_cells)
+        if r["edges"] > 1:
+            return r["host_ms"] if cells <= batch else r["gpu_ms"]
+        if cells > edge:
+            return r["gpu_ms"]
+        return r["host_ms"] if cells <= one else r["threaded_ms"]
 
-    for edge_log in SWEEP:
-        for batch_log in SWEEP[:3]:
-            total = sum(
-                r["host_ms"] if on_host(r, 1 << edge_log, 1 << batch_log) else r["gpu_ms"]
-                for r in rows
-            )
-            out.append(
-                {
-                    "rule": f"edge 2^{edge_log}, batch 2^{batch_log}",
-                    "lone_on_host": sum(
-                        on_host(r, 1 << edge_log, 1 << batch_log) for r in rows if r["edges"] == 1
-                    ),
-                    "total_s": round(total / 1000, 3),
-                }
-            )
-    best = sum(min(r["host_ms"], r["gpu_ms"]) for r in rows)
-    out.append({"rule": "each where faster", "lone_on_host": "", "total_s": round(best / 1000, 3)})
-    for lone in (True, False):
-        sel = [r for r in rows if (r["edges"] == 1) == lone]
+    out = []
+    rules = [(20, 20, 20)] + [(one, edge, 20) for edge in SWEEP[1:] for one in (20, 21, 22, 24)]
+    rules += [(21, 22, 21), (21, 22, 22)]
+    for one, edge, batch in rules:
+        if one > edge and one != 24:
+            continue
+        total = sum(time_of(r, 1 << one, 1 << edge, 1 << batch) for r in rows)
+        one_text = "all" if one >= edge else f"2^{one}"
         out.append(
             {
-                "rule": f"all on the GPU ({'lone edges' if lone else 'batches'}: {len(sel)})",
-                "lone_on_host": "",
-                "total_s": round(sum(r["gpu_ms"] for r in sel) / 1000, 3),
+                "lone_edges_on_host": f"2^{edge}",
+                "of_them_on_one_thread": one_text,
+                "batches_on_host": f"2^{batch}",
+                "total_s": round(total / 1000, 3),
             }
         )
-        out.append(
-            {
-                "rule": f"all on the host ({'lone edges' if lone else 'batches'})",
-                "lone_on_host": "",
-                "total_s": round(sum(r["host_ms"] for r in sel) / 1000, 3),
-            }
-        )
+    best = sum(min(v for k, v in r.items() if k.endswith("_ms")) for r in rows)
+    out.append({"lone_edges_on_host": "each where fastest", "total_s": round(best / 1000, 3)})
+    lone = [r for r in rows if r["edges"] == 1]
+    batch = [r for r in rows if r["edges"] > 1]
+    for label, sel, key in (
+        (f"all {len(lone)} lone edges on the GPU", lone, "gpu_ms"),
+        ("all lone edges on the host, one thread", lone, "host_ms"),
+        ("all lone edges on the host, all threads", lone, "threaded_ms"),
+        (f"all {len(batch)} batches on the GPU", batch, "gpu_ms"),
+        ("all batches on the host", batch, "host_ms"),
+    ):
+        total = sum(r[key] for r in sel) / 1000
+        out.append({"lone_edges_on_host": label, "total_s": round(total, 3)})
     return out
 
 
@@ -144,7 +152,7 @@ def main(argv=None) -> int:
     threads = numba.get_num_threads()
     summary = _summary(record["rows"], threads)
     for row in summary:
-        print(f"== {row['rule']}: {row['total_s']} s")
+        print("==", *row.values())
     header = (
         f"{len(paths)} {args.dataset} cases (`{args.cases}`), mode `{args.mode}`: every "
         f"refinement evaluation timed on the GPU and on the host ({threads} numba threads), "

@@ -160,6 +160,7 @@ def test_refinement_on_the_gpu_the_host_or_both_gives_the_same_alignments(monkey
     want = {m: torchmsa.align_many(paths, device="cpu", mode=m) for m in ("default", "accurate")}
     if cells is not None:
         monkeypatch.setattr(refine, "HOST_CELLS", cells)
+        monkeypatch.setattr(refine, "HOST_EDGE_CELLS", cells)
     used = {"host": 0, "gpu": 0}
     real_host, real_gpu = refine._Host.evaluate, refine.evaluate_partitions
 

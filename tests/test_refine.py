@@ -109,8 +109,9 @@ def _oracle_side(rows, codes, weights, n_alpha, gap_open, terminal):
 
 
 @pytest.mark.parametrize("evaluator", ["batched", "numba", "numba-lone"])
-def test_partition_evaluation_matches_a_plain_python_oracle(evaluator):
+def test_partition_evaluation_matches_a_plain_python_oracle(evaluator, monkeypatch):
     from tests import oracles
+    from torchmsa import refine as refine_module
     from torchmsa.consistency import Library
     from torchmsa.cpu import dp as cpu_dp
     from torchmsa.refine import _Host, _State, evaluate_partitions
@@ -157,6 +158,7 @@ def test_partition_evaluation_matches_a_plain_python_oracle(evaluator):
             if evaluator == "numba":
                 diffs, w_a, w_b, ops = host.evaluate(t, rows)
             else:  # one edge per call: its scores and tile over the threads
+                monkeypatch.setattr(refine_module, "THREADED_EDGE_CELLS", -1)
                 each = [host.evaluate(t, rows[k : k + 1]) for k in range(len(rows))]
                 diffs, w_a, w_b, ops = ([e[i][0] for e in each] for i in range(4))
         for k, side in enumerate(sides.tolist()):
@@ -240,10 +242,12 @@ def test_numba_edge_evaluation_equals_the_batched_one(seed, monkeypatch):
         got = host.evaluate(t, torch.arange(len(sides)))
         assert got[:3] == want[:3]
         assert all(torch.equal(a, b) for a, b in zip(got[3], want[3]))
-        for k in range(len(sides)):  # each edge alone: its scores and tile over the threads
-            one = host.evaluate(t, torch.tensor([k]))
-            assert [x[0] for x in one[:3]] == [x[k] for x in want[:3]]
-            assert torch.equal(one[3][0], want[3][k])
+        for threaded in (2**62, -1):  # each edge alone, on one thread or spread over them
+            monkeypatch.setattr(refine_module, "THREADED_EDGE_CELLS", threaded)
+            for k in range(len(sides)):
+                one = host.evaluate(t, torch.tensor([k]))
+                assert [x[0] for x in one[:3]] == [x[k] for x in want[:3]]
+                assert torch.equal(one[3][0], want[3][k])
         assert any(d > 0 for d in want[0])  # some edge gains: the paths are not all the old
 
 

@@ -52,6 +52,10 @@ HOST_CELLS = 1 << 20
 # edge costs as many small launches and waits as a batch (11-14 ms on an H100 whatever its
 # width), on the host its DP alone grows with the cells (benchmarks/refine_placement.py).
 HOST_EDGE_CELLS = 1 << 22
+# On the host, a lone edge of more columns² than this has its column scores and consistency
+# tile spread over the threads (smaller ones ran slower so on an H100 machine's 16 threads:
+# benchmarks/refine_placement.py)
+THREADED_EDGE_CELLS = 1 << 21
 
 
 def partitions(tree) -> list[np.ndarray]:
@@ -468,7 +472,8 @@ class _Host:
         info = np.empty((len(sides), 4), np.int64)
         ops = np.empty((len(sides), 2 * host.shape[1]), np.uint8)
         common = (self.matrix, *self.params, *self.lib, self.cw)
-        if len(sides) == 1:  # a lone edge: its column scores and tile spread over the threads
+        if len(sides) == 1 and host.shape[1] ** 2 > THREADED_EDGE_CELLS:
+            # a large lone edge: its column scores and tile spread over the threads
             threads = numba.get_num_threads()
             evaluate_edge(host, self.weights, sides[0], *common, info[0], ops[0], threads)
         else:  # edges in parallel
