@@ -88,9 +88,9 @@ def _summary(rows, threads):
     out = []
     rules = [(20, 20, 20)] + [(one, edge, 20) for edge in SWEEP[1:] for one in (20, 21, 22, 24)]
     rules += [(21, 22, 21), (21, 22, 22)]
+    # one thread for every lone edge on the host: one >= edge, listed once
+    rules = list(dict.fromkeys((min(one, edge), edge, batch) for one, edge, batch in rules))
     for one, edge, batch in rules:
-        if one > edge and one != 24:
-            continue
         total = sum(time_of(r, 1 << one, 1 << edge, 1 << batch) for r in rows)
         one_text = "all" if one >= edge else f"2^{one}"
         out.append(
