@@ -151,7 +151,7 @@ def test_levels_on_the_gpu_the_cpu_or_both_give_the_same_alignments(monkeypatch,
 def test_refinement_on_the_gpu_the_host_or_both_gives_the_same_alignments(monkeypatch, cells):
     # by default small edge evaluations run in numba on the host, larger ones batched on the
     # GPU; here also every evaluation on one side
-    from torchmsa import refine
+    from torchmsa import pipeline, refine
 
     data = _balibase()
     if data is None:
@@ -161,6 +161,8 @@ def test_refinement_on_the_gpu_the_host_or_both_gives_the_same_alignments(monkey
     if cells is not None:
         monkeypatch.setattr(refine, "HOST_CELLS", cells)
         monkeypatch.setattr(refine, "HOST_EDGE_CELLS", cells)
+    if cells == -1:  # no whole job on the host either (its refinement would run there)
+        monkeypatch.setattr(pipeline, "HOST_JOB_MAX_N", -1)
     used = {"host": 0, "gpu": 0}
     real_host, real_gpu = refine._Host.evaluate, refine.evaluate_partitions
 

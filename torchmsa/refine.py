@@ -49,13 +49,13 @@ MAX_BATCH_CELLS = 1 << 29
 # so.
 HOST_CELLS = 1 << 20
 # A lone edge (a round's follow-ups) runs on the host up to this many columns²: on a GPU one
-# edge costs as many small launches and waits as a batch (11-14 ms on an H100 whatever its
-# width), on the host its DP alone grows with the cells (benchmarks/refine_placement.py).
+# edge costs as many small launches and waits as a batch (9-11 ms on an H100 below 2,048
+# columns), on the host its DP alone grows with the cells. Above THREADED_EDGE_CELLS its column
+# scores and consistency tile are spread over the host threads (the DP stays on one).
+# benchmarks/results/refine_placement-ccd88be.md: the 218 BAliBASE cases' lone edges and
+# batches take 29.0 s under these values, 34.0 s with all lone edges up to 2^20 on one thread.
 HOST_EDGE_CELLS = 1 << 22
-# On the host, a lone edge of more columns² than this has its column scores and consistency
-# tile spread over the threads (smaller ones ran slower so on an H100 machine's 16 threads:
-# benchmarks/refine_placement.py)
-THREADED_EDGE_CELLS = 1 << 21
+THREADED_EDGE_CELLS = 1 << 20
 
 
 def partitions(tree) -> list[np.ndarray]:
