@@ -7,7 +7,8 @@ columns, profiles and boundary weights, their gap costs and residue factors
 ``floor(P_a M P_bᵀ / (d_a d_b))`` with the occupancy divisors of ``ops/colscores.py``, the
 consistency tile (each touched cell's library sum times the weight, floored per cell), the
 score of the current path (``cpu.dp.path_score``) and the DP of ``cpu/dp.py``. Edges are
-independent, so they run in parallel; each writes only its own outputs.
+independent, so they run in parallel; each writes only its own outputs. ``evaluate_edge`` does
+one edge with its column scores and consistency tile spread over the threads instead.
 """
 
 from __future__ import annotations
