@@ -167,6 +167,20 @@ def _smaller_group(side):
 
 
 @njit(cache=True, nogil=True)
+def _entry_cell(r, t, side, small, by_row, col, seq_off, idx_a, idx_b):
+    """``(A column, B column)`` of the tile cell of entry ``t`` listed under row ``r`` (in the
+    smaller group ``small``); ``(-1, -1)`` when its other row is in the same group."""
+    other = by_row[0, t]
+    if side[other] == small:
+        return -1, -1
+    here = col[seq_off[r] + by_row[1, t]]
+    there = col[seq_off[other] + by_row[2, t]]
+    if side[r]:
+        return idx_a[here], idx_b[there]
+    return idx_a[there], idx_b[here]
+
+
+@njit(cache=True, nogil=True)
 def _one_edge(
     codes,
     weights,
@@ -198,17 +212,10 @@ def _one_edge(
         for r in range(side.size):
             if side[r] != small:
                 continue
-            in_a, base = side[r], seq_off[r]
             for t in range(row_ptr[r], row_ptr[r + 1]):
-                other = by_row[0, t]
-                if side[other] == small:
-                    continue
-                here = col[base + by_row[1, t]]
-                there = col[seq_off[other] + by_row[2, t]]
-                if in_a:
-                    tile[idx_a[here], idx_b[there]] += by_row[3, t]
-                else:
-                    tile[idx_a[there], idx_b[here]] += by_row[3, t]
+                i, j = _entry_cell(r, t, side, small, by_row, col, seq_off, idx_a, idx_b)
+                if i >= 0:
+                    tile[i, j] += by_row[3, t]
         add_floored(S, tile, cweight, wa * wb)
     d, n_ops = _edge_path(codes.shape[1], kept_a, kept_b, S, cost_a, cost_b, ext, ops)
     return d, wa, wb, n_ops
@@ -257,14 +264,9 @@ def evaluate_edge(
                 continue
             for t in range(row_ptr[r], row_ptr[r + 1]):
                 k = start[r] + t - row_ptr[r]
-                other = by_row[0, t]
-                if side[other] == small:
-                    at_a[k] = -1
-                    continue
-                here = col[seq_off[r] + by_row[1, t]]
-                there = col[seq_off[other] + by_row[2, t]]
-                at_a[k] = idx_a[here] if side[r] else idx_a[there]
-                at_b[k] = idx_b[there] if side[r] else idx_b[here]
+                at_a[k], at_b[k] = _entry_cell(
+                    r, t, side, small, by_row, col, seq_off, idx_a, idx_b
+                )
         # each thread sums the entries of its own band of A columns
         bands = min(n, threads)
         for band in prange(bands):
