@@ -73,6 +73,34 @@ def ref_linkage(d, update):
     return children, lengths
 
 
+def ref_single(d):
+    """Naive single linkage: Kruskal over all pairs i < j sorted by (d(i, j), i, j)."""
+    n = len(d)
+    pairs = sorted((float(d[i][j]), i, j) for i in range(n) for j in range(i + 1, n))
+    root, node = list(range(n)), list(range(n))
+
+    def find(a):
+        while root[a] != a:
+            a = root[a]
+        return a
+
+    children, heights = [], []
+    for dij, i, j in pairs:
+        a, b = find(i), find(j)
+        if a == b:
+            continue
+        children.append(sorted((node[a], node[b])))
+        heights.append(dij / 2)
+        root[max(a, b)] = min(a, b)
+        node[min(a, b)] = n + len(children) - 1
+    height = [0.0] * n + heights
+    lengths = [0.0] * (2 * n - 1)
+    for k, (a, b) in enumerate(children):
+        lengths[a] = height[n + k] - height[a]
+        lengths[b] = height[n + k] - height[b]
+    return children, lengths
+
+
 def ref_nj(d):
     """Naive neighbour joining with the conventions of torchmsa/cpu/tree.py."""
     n = len(d)
@@ -169,10 +197,26 @@ def test_linkage_matches_reference(method, integer):
         for _ in range(3):
             d = random_dist(rng, n, integer)
             tree = build_tree(d, method)
-            children, lengths = ref_linkage(d, same_update(method))
+            if method == "single":
+                children, lengths = ref_single(d)
+            else:
+                children, lengths = ref_linkage(d, same_update(method))
             assert tree.children.tolist() == children, (method, n)
             np.testing.assert_allclose(tree.lengths, lengths, rtol=1e-12, atol=0)
             assert (tree.lengths >= 0).all()
+
+
+def test_single_linkage_breaks_ties_by_leaf_pair():
+    # d(0, 3) = 1, then d(0, 2) = d(1, 3) = 2: leaf pair (0, 2) comes first, so {0, 3} takes
+    # leaf 2 before leaf 1 (the slot rule would take cluster 1 first, its smallest leaf)
+    d = np.full((4, 4), 3.0)
+    for i, j, x in ((0, 3, 1.0), (0, 2, 2.0), (1, 3, 2.0)):
+        d[i, j] = d[j, i] = x
+    tree = build_tree(d, "single")
+    assert tree.children.tolist() == [[0, 3], [2, 4], [1, 5]]
+    assert tree.lengths.tolist() == [0.5, 1.0, 1.0, 0.5, 0.5, 0.0, 0.0]
+    slot_rule, _ = ref_linkage(d, same_update("single"))
+    assert slot_rule == [[0, 3], [1, 4], [2, 5]]
 
 
 @pytest.mark.parametrize("method", LINKAGES)
@@ -443,15 +487,15 @@ def test_triton_single_linkage_equals_host(device):
     rng = np.random.default_rng(5)
     for n, values in ((1, 2), (2, 2), (3, 1), (17, 3), (20, 2), (33, 5), (40, 1000)):
         d = tie_heavy(rng, n, values)
-        want = cpu_tree.linkage(d, cpu_tree.SINGLE)
+        want = cpu_tree.single_linkage(d)
         t = torch.from_numpy(d).to(device)
         before = t.clone()
-        children, heights = single_linkage(t)
-        assert np.array_equal(children.cpu().numpy(), want[0]), (n, values)
-        assert np.array_equal(heights.cpu().numpy(), want[1]), (n, values)
-        assert torch.equal(t, before)  # worked in its own copy
-        children, _ = single_linkage(t, overwrite=True)
-        assert np.array_equal(children.cpu().numpy(), want[0]), (n, values)
+        rounds = []
+        children, heights = single_linkage(t, rounds=rounds)
+        assert (n > 1) <= rounds[0] <= np.ceil(np.log2(n)), (n, rounds)  # Borůvka's bound
+        assert np.array_equal(children, want[0]), (n, values)
+        assert np.array_equal(heights, want[1]), (n, values)
+        assert torch.equal(t, before)  # only read
 
 
 @pytest.mark.gpu
@@ -461,7 +505,7 @@ def test_gpu_single_linkage_tree_equals_build_tree_at_size():
         d = tie_heavy(rng, n, values)
         want = build_tree(d, "single")
         names = [f"s{i}" for i in range(n)]
-        got = tree_from_tensor(torch.from_numpy(d).cuda(), "single", names, overwrite=True)
+        got = tree_from_tensor(torch.from_numpy(d).cuda(), "single", names)
         assert np.array_equal(got.children, want.children), n
         assert np.array_equal(got.lengths, want.lengths), n
         assert got.names == names

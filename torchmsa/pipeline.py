@@ -133,11 +133,11 @@ def _first_tree(batch: SequenceBatch, method: str, backend: str):
 
         lengths = batch.lengths.to(batch.codes.device)
         dist = lcs_distances(lcs_lengths(batch.codes, lengths, backend), lengths)
-        return tree_from_tensor(dist, "single", batch.names, overwrite=True)
+        return tree_from_tensor(dist, "single", batch.names)
     counts = shared_kmer_counts(batch, backend=backend)
     self_counts = torch.diagonal(counts)
     dist = kmer_distances(counts, self_counts, self_counts)
-    return tree_from_tensor(dist, method, batch.names, overwrite=True)
+    return tree_from_tensor(dist, method, batch.names)
 
 
 def _alignment_distances(codes: torch.Tensor, gap: int) -> torch.Tensor:
@@ -298,9 +298,7 @@ def _align_group(batches, chosen, firsts, scoring, tree, impl, bar):
     again = [j for j, f in enumerate(firsts) if _second_pass(chosen, f)]
     if again:
         retrees = [
-            tree_from_tensor(
-                _alignment_distances(done[j][0], gap), method, batches[j].names, overwrite=True
-            )
+            tree_from_tensor(_alignment_distances(done[j][0], gap), method, batches[j].names)
             if len(batches[j]) > 1
             else None
             for j in again

@@ -233,8 +233,11 @@ def build_tree(dist, method: str = "upgma", names: list[str] | None = None) -> T
       distance); negative branch lengths are raised to 0.
 
     Deterministic: among equal criteria the pair of smallest ``(i, j)`` is joined, where a
-    joined cluster takes the smaller index of its two; the lower node id goes left. The
-    linkages run in O(n^2) time, neighbour joining in O(n^3); both hold one n x n float64 copy.
+    joined cluster takes the smaller index of its two; the lower node id goes left. Single
+    linkage joins along its minimum spanning tree instead, leaf pairs ``i < j`` ordered by
+    ``(d(i, j), i, j)`` (the same tree where no two distances are equal). The linkages run in
+    O(n^2) time, neighbour joining in O(n^3); UPGMA and neighbour joining hold one n x n
+    float64 copy, single linkage only reads ``dist``.
 
     Arguments:
         dist: ``float64 [n, n]`` (numpy or torch) symmetric, finite and non-negative off the
@@ -249,22 +252,19 @@ def build_tree(dist, method: str = "upgma", names: list[str] | None = None) -> T
     return _assemble(_distances(dist), method, names, owned=False)
 
 
-def tree_from_tensor(
-    dist: torch.Tensor, method: str, names: list[str] | None = None, overwrite: bool = False
-) -> Tree:
+def tree_from_tensor(dist: torch.Tensor, method: str, names: list[str] | None = None) -> Tree:
     """:func:`build_tree` of a distance tensor on any device, checked where it lies.
 
     For large inputs (10^4 sequences: an 800 MB matrix) on a GPU the checks run there as tensor
     operations, in row blocks of bounded size, instead of the host's loop (``benchmarks.stages``
     times both). Single linkage then runs on the GPU too (``triton_kernels/linkage.py``, the
-    same joins as the host's), and only the joins cross to the host; the other methods copy
-    the matrix to the host once, into the array that the clustering works in. The tree is the
-    one :func:`build_tree` gives, and so are the errors (on the CPU, or when the device's check
-    fails, the host's check runs and raises).
+    same joins as the host's), and only its spanning tree's edges cross to the host; the other
+    methods copy the matrix to the host once, into the array that the clustering works in. The
+    tree is the one :func:`build_tree` gives, and so are the errors (on the CPU, or when the
+    device's check fails, the host's check runs and raises). ``dist`` is left as it was.
 
     Arguments:
         dist, method, names: as :func:`build_tree`.
-        overwrite: ``dist`` may be overwritten (saves an n x n copy on the GPU).
     """
     _check_method(method)
     square = dist.ndim == 2 and dist.shape[0] == dist.shape[1] >= 1
@@ -274,10 +274,10 @@ def tree_from_tensor(
         from torchmsa._triton.linkage import single_linkage
 
         names = _names(names, dist.shape[0])
-        children, heights = single_linkage(d64, overwrite=overwrite or d64 is not dist)
-        return _linkage_tree(children.cpu().numpy(), heights.cpu().numpy(), names)
-    # the clustering overwrites its matrix: always a private C-contiguous float64 copy
-    host = dist.to("cpu", torch.float64, copy=True, memory_format=torch.contiguous_format)
+        return _linkage_tree(*single_linkage(d64), names)
+    # the agglomerations overwrite their matrix (a private copy); single linkage only reads
+    copy = method != "single"
+    host = dist.to("cpu", torch.float64, copy=copy, memory_format=torch.contiguous_format)
     d = host.numpy() if checked else _distances(host.numpy())  # the host's loop, its errors
     return _assemble(d, method, names, owned=True)
 

@@ -1,167 +1,107 @@
-"""Single linkage of a distance matrix on the GPU (Triton): the twin of ``_linkage`` in
-``torchmsa/cpu/tree.py`` with ``method=SINGLE``.
+"""Single linkage of a distance matrix on the GPU (Triton): the twin of
+``torchmsa.cpu.tree.single_linkage``.
 
-The same steps, slots and tie rule: each step joins the active slots ``i < j`` of smallest
-distance, the smallest ``(i, j)`` among equal ones; the new cluster takes slot i. Every row keeps
-its minimum over active slots and the first slot holding it. With single linkage the joined
-row is ``min(d[i], d[j])`` and no arithmetic happens, so the floating-point values and the tree
-are exactly the host's; and a row whose minimum sat in slot i or j keeps that value, now in slot
-i (the new distance is the smaller of the two), so no row is ever rescanned.
+Single linkage is the minimum spanning tree of the complete graph on the leaves, leaf pairs
+``a < b`` ordered by ``(d(a, b), a, b)`` (a strict order, so the tree is unique), its edges then
+taken in that order as joins (``torchmsa.cpu.tree.spanning_joins``). The host finds the tree
+with Prim's algorithm, n - 1 steps each waiting on the last; here it is Borůvka's: every round,
+each component takes its lightest edge to another component, and those edges join them. Each
+round at least halves the number of components, so ``log2 n`` rounds at most.
 
-The row minima start as one program per row (the first slot on ties, as the host's scan); the
-diagonal is never read. The n - 1 joins are one program of one block, one pass over rows i and
-j per join: the joined row, its mirror column and every row's minimum, and with them the next
-pair to join; a barrier separates joins. Each lane keeps its own running minimum over the
-chunks of a pass, and the block reduces once per pass. A step reads two rows and
-writes a row and a column: about ``3 n^2`` values in all, instead of the matrix's copy to the
-host and the host's clustering.
+A round is one kernel, one program per row: the row's lightest edge to a leaf of another
+component, the first leaf on equal distances (within one row, leaf order is pair order). The
+components' own minima over their rows (distance, then pair) are two scatter-minima in torch,
+and the host unites the chosen edges (``merge_components``: each edge names two components; two
+components may name the same edge). A round reads the matrix once and writes nothing to it,
+where the slot rule's n - 1 sequential joins each read two rows and wrote a row and a column.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
 
+from torchmsa.cpu.tree import merge_components, spanning_joins
+
 __all__ = ["single_linkage", "BLOCK"]
 
-BLOCK = 2048  # lanes of the joining program (16 warps: 4 slots a lane; linkage_gpu.md)
-ROW_BLOCK = 1024
+BLOCK = 1024  # lanes of a row's program (linkage_gpu.md)
 INTERPRETER_BLOCK = 16
 
 
 @triton.jit
-def _lane_min(v, k, on, lane_v, lane_k):
-    """Each lane's running (minimum, first slot), chunks taken in slot order."""
-    take = on & (v < lane_v)
-    return tl.where(take, v, lane_v), tl.where(take, k, lane_k)
-
-
-@triton.jit
-def _first_of(lane_v, lane_k, n):
-    """(minimum, its first slot) over the lanes; ``(inf, -1)`` when no slot was on."""
-    m = tl.min(lane_v, axis=0)
-    first = tl.min(tl.where(lane_v == m, lane_k, n), axis=0)
-    return m, tl.where(first < n, first, -1)
-
-
-@triton.jit
-def _row_min_kernel(d, row_min, row_arg, n, BLOCK: tl.constexpr):
-    # one program per row: its minimum off the diagonal and the first slot holding it
+def _nearest_kernel(d, comp, near_d, near_j, n, BLOCK: tl.constexpr):
+    # one program per row: the lightest edge to another component, its first leaf on ties
     r = tl.program_id(0)
     row = d + r.to(tl.int64) * n
+    own = tl.load(comp + r)
     offs = tl.arange(0, BLOCK)
     lane_v = tl.full([BLOCK], float("inf"), tl.float64)
     lane_k = tl.full([BLOCK], n, tl.int32)
     for c0 in range(0, n, BLOCK):
         k = c0 + offs
-        on = (k < n) & (k != r)
+        on = tl.load(comp + k, mask=k < n, other=own) != own
         v = tl.load(row + k, mask=on, other=float("inf"))
-        lane_v, lane_k = _lane_min(v, k, on, lane_v, lane_k)
-    best, arg = _first_of(lane_v, lane_k, n)
-    tl.store(row_min + r, best)
-    tl.store(row_arg + r, arg)
+        take = on & (v < lane_v)  # chunks in leaf order: each lane keeps its first minimum
+        lane_v = tl.where(take, v, lane_v)
+        lane_k = tl.where(take, k, lane_k)
+    best = tl.min(lane_v, axis=0)
+    first = tl.min(tl.where(lane_v == best, lane_k, n), axis=0)
+    tl.store(near_d + r, best)
+    tl.store(near_j + r, tl.where(first < n, first, -1))
 
 
-@triton.jit
-def _single_linkage_kernel(
-    d,
-    row_min,
-    row_arg,
-    active,
-    node,
-    children,
-    heights,
-    n,
-    BLOCK: tl.constexpr,
-):
-    offs = tl.arange(0, BLOCK)
-    # the first pair: the first row of smallest minimum, and that minimum's slot
-    lane_v = tl.full([BLOCK], float("inf"), tl.float64)
-    lane_k = tl.full([BLOCK], n, tl.int32)
-    for c0 in range(0, n, BLOCK):
-        k = c0 + offs
-        v = tl.load(row_min + k, mask=k < n, other=float("inf"))
-        lane_v, lane_k = _lane_min(v, k, k < n, lane_v, lane_k)
-    best, i = _first_of(lane_v, lane_k, n)
-    for step in range(n - 1):
-        j = tl.load(row_arg + i)
-        a = tl.load(node + i)
-        b = tl.load(node + j)
-        tl.store(children + 2 * step, tl.minimum(a, b))
-        tl.store(children + 2 * step + 1, tl.maximum(a, b))
-        tl.store(heights + step, best / 2)
-        tl.store(active + j, 0)
-        row_i = d + i.to(tl.int64) * n
-        row_j = d + j.to(tl.int64) * n
-        # one pass: the joined row, its mirror column, every other row's minimum; row i's new
-        # minimum and the next pair's candidates among the other rows
-        own_v = tl.full([BLOCK], float("inf"), tl.float64)
-        own_k = tl.full([BLOCK], n, tl.int32)
-        lane_v = tl.full([BLOCK], float("inf"), tl.float64)
-        lane_k = tl.full([BLOCK], n, tl.int32)
-        for c0 in range(0, n, BLOCK):
-            k = c0 + offs
-            # every load of a chunk is issued at once (none waits for ``active``)
-            inside = k < n
-            on = (tl.load(active + k, mask=inside, other=0) != 0) & (k != i) & (k != j)
-            x = tl.load(row_i + k, mask=inside, other=float("inf"))
-            y = tl.load(row_j + k, mask=inside, other=float("inf"))
-            arg = tl.load(row_arg + k, mask=inside, other=0)
-            rm = tl.load(row_min + k, mask=inside, other=float("inf"))
-            v = tl.minimum(x, y)
-            tl.store(row_i + k, v, mask=on)
-            tl.store(d + k.to(tl.int64) * n + i, v, mask=on)
-            # a minimum in slot i or j was d[k, i] or d[k, j]: v is never above it
-            moved = (arg == i) | (arg == j) | (v < rm) | ((v == rm) & (i < arg))
-            rm = tl.where(moved, v, rm)
-            tl.store(row_min + k, rm, mask=on & moved)
-            tl.store(row_arg + k, tl.where(moved, i, arg), mask=on & moved)
-            own_v, own_k = _lane_min(v, k, on, own_v, own_k)
-            lane_v, lane_k = _lane_min(rm, k, on, lane_v, lane_k)
-        best_i, arg_i = _first_of(own_v, own_k, n)
-        tl.store(row_min + i, best_i)
-        tl.store(row_arg + i, arg_i)
-        tl.store(node + i, n + step)
-        # the next pair: row i against the first of the others (value, then slot)
-        m, f = _first_of(lane_v, lane_k, n)
-        take_i = (best_i < m) | ((best_i == m) & (i < f))
-        best = tl.where(take_i, best_i, m)
-        i = tl.where(take_i, i, f)
-        tl.debug_barrier()
-
-
-def single_linkage(dist: torch.Tensor, overwrite: bool = False, block=BLOCK, num_warps=16):
-    """Single linkage of a checked ``float64 [n, n]`` matrix on its device.
+def single_linkage(dist: torch.Tensor, block=BLOCK, num_warps=4, rounds: list | None = None):
+    """Single linkage of a checked ``float64 [n, n]`` matrix on its device (only read).
 
     Arguments:
         dist: symmetric, finite, non-negative off the diagonal (the diagonal is ignored).
-        overwrite: work in ``dist`` itself (no n x n copy); it is left overwritten.
-        block, num_warps: the joining program's shape on a GPU (``benchmarks`` tune them).
+        block, num_warps: the row programs' shape on a GPU (``benchmarks.linkage_gpu``).
+        rounds: a list that gets the number of Borůvka rounds appended.
 
     Returns:
-        ``(children int64 [n-1, 2], heights float64 [n-1])`` on the device, in join order:
-        the same as ``torchmsa.cpu.tree.linkage(dist, SINGLE)``.
+        ``(children int64 [n-1, 2], heights float64 [n-1])`` as numpy arrays, in join order:
+        the same as ``torchmsa.cpu.tree.single_linkage(dist)``.
     """
     n = dist.shape[0]
     dev = dist.device
-    # a private contiguous float64 copy, unless dist may be overwritten and already is one
-    own = overwrite and dist.dtype == torch.float64 and dist.is_contiguous()
-    d = dist if own else dist.to(torch.float64, memory_format=torch.contiguous_format, copy=True)
-    children = torch.empty((max(n - 1, 0), 2), dtype=torch.int64, device=dev)
-    heights = torch.empty(max(n - 1, 0), dtype=torch.float64, device=dev)
+    d = dist.to(torch.float64).contiguous()
     if n < 2:
-        return children, heights
-    row_min = torch.empty(n, dtype=torch.float64, device=dev)
-    row_arg = torch.empty(n, dtype=torch.int32, device=dev)
-    active = torch.ones(n, dtype=torch.int8, device=dev)
-    node = torch.arange(n, dtype=torch.int64, device=dev)
+        if rounds is not None:
+            rounds.append(0)
+        return spanning_joins(np.empty(0), np.empty(0), np.empty(0))
     interp = dev.type == "cpu"
-    row_block = INTERPRETER_BLOCK if interp else ROW_BLOCK
-    _row_min_kernel[(n,)](d, row_min, row_arg, n, BLOCK=row_block, num_warps=1 if interp else 4)
     block = INTERPRETER_BLOCK if interp else block
-    _single_linkage_kernel[(1,)](
-        d, row_min, row_arg, active, node, children, heights, n, BLOCK=block,
-        num_warps=1 if interp else num_warps,
-    )  # fmt: skip
-    return children, heights
+    num_warps = 1 if interp else num_warps
+    parent = np.arange(n)  # the host's union-find; roots are each set's smallest leaf
+    comp = torch.arange(n, dtype=torch.int32, device=dev)
+    near_d = torch.empty(n, dtype=torch.float64, device=dev)
+    near_j = torch.empty(n, dtype=torch.int32, device=dev)
+    rows = torch.arange(n, device=dev)
+    none = n * n  # past every pair's key a * n + b
+    edges: list[np.ndarray] = []
+    found = 0
+    while found < n - 1:
+        _nearest_kernel[(n,)](d, comp, near_d, near_j, n, BLOCK=block, num_warps=num_warps)
+        j = near_j.long()
+        key = torch.minimum(rows, j) * n + torch.maximum(rows, j)
+        label = comp.long()
+        least = torch.full((n,), float("inf"), dtype=torch.float64, device=dev)
+        least = least.scatter_reduce(0, label, near_d, "amin")
+        key = torch.where(near_d == least[label], key, none)
+        chosen = torch.full((n,), none, dtype=torch.int64, device=dev)
+        chosen = chosen.scatter_reduce(0, label, key, "amin")
+        chosen = torch.unique(chosen[chosen < none]).cpu().numpy()
+        if chosen.shape[0] == 0:  # only an unchecked matrix (NaN, inf) gets here
+            raise ValueError("single_linkage needs finite distances (check them first)")
+        lo, hi = chosen // n, chosen % n
+        comp.copy_(torch.from_numpy(merge_components(parent, lo, hi)))
+        edges.append(chosen)
+        found += chosen.shape[0]
+    if rounds is not None:
+        rounds.append(len(edges))
+    keys = np.concatenate(edges)
+    w = d.view(-1)[torch.from_numpy(keys).to(dev)].cpu().numpy()
+    return spanning_joins(keys // n, keys % n, w)

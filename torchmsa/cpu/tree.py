@@ -12,7 +12,6 @@ distances of the two joined clusters to a third one, the new distance is
 * ``UPGMA`` (average linkage): ``w`` = size of the cluster at ``hi`` / size of both;
 * ``MAFFT``: ``w = sueff / 2`` with ``sueff = 0.1``, i.e. ``(1 - sueff) * min + sueff *
   mean``, MAFFT's modified UPGMA (https://mafft.cbrc.jp/alignment/software/algorithms/upg.html);
-* ``SINGLE``: ``w = 0``, the minimum.
 
 Written as ``lo + w * (hi - lo)`` the new distance is never below ``lo`` in floating point, so
 heights never decrease and branch lengths are never negative. Every row keeps its minimum and
@@ -20,6 +19,17 @@ the slot of its first occurrence; a join changes only the rows whose minimum sat
 two joined slots, so the usual step costs O(n) and the whole run O(n^2) (memory: one n x n
 float64 copy). For large n the time goes into writing the joined slot's column (one cache miss
 per active row and join), not into comparisons.
+
+Single linkage (:func:`single_linkage`) joins clusters in the order of the edges of the
+minimum spanning tree of the complete graph on the leaves, leaf pairs ``a < b`` ordered by
+``(d(a, b), a, b)``. That order is strict, so the spanning tree is unique, and any algorithm
+finds the same one: Prim's here (O(n^2), one row read per added leaf, nothing written to the
+matrix), Borůvka's on a GPU (``triton_kernels/linkage.py``). The joins are its edges in that
+order, each joining the clusters that hold the edge's two leaves, at height ``d / 2``. Without
+equal distances this is the slot rule above with ``w = 0`` (the minimum); with them it may pair
+tied clusters differently (the slot rule compares clusters' smallest leaves, this one the
+edge's leaves). A GPU builds it in a few parallel passes over the matrix, where the slot rule
+is n - 1 steps, each waiting on the last.
 
 Neighbour joining (Saitou & Nei 1987): criterion ``Q(i, j) = (m - 2) * d(i, j) - r(i) - r(j)``
 with ``m`` active slots and ``r`` the row sums over active slots; branch lengths
@@ -35,7 +45,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["UPGMA", "MAFFT", "SINGLE", "SUEFF", "check_distances", "linkage", "neighbor_joining"]
+__all__ = [
+    "UPGMA",
+    "MAFFT",
+    "SINGLE",
+    "SUEFF",
+    "check_distances",
+    "linkage",
+    "single_linkage",
+    "spanning_joins",
+    "merge_components",
+    "neighbor_joining",
+]
 
 UPGMA, MAFFT, SINGLE = 0, 1, 2
 SUEFF = 0.1
@@ -114,10 +135,8 @@ def _linkage(d, method, children, heights):
                 lo, hi, w_hi = y, x, si
             if method == UPGMA:
                 v = lo + (w_hi / (si + sj)) * (hi - lo)
-            elif method == MAFFT:
-                v = lo + (SUEFF / 2) * (hi - lo)
             else:
-                v = lo
+                v = lo + (SUEFF / 2) * (hi - lo)
             di[k] = v
             d[k, i] = v
             arg = row_arg[k]
@@ -143,12 +162,14 @@ def linkage(
 
     Arguments:
         dist: ``float64 [n, n]`` symmetric, finite, non-negative (the diagonal is ignored).
-        method: :data:`UPGMA`, :data:`MAFFT` or :data:`SINGLE`.
+        method: :data:`UPGMA`, :data:`MAFFT` or :data:`SINGLE` (:func:`single_linkage`).
         overwrite: work in ``dist`` itself when it is C-contiguous float64 (no n x n copy).
 
     Returns:
         ``(children int64 [n-1, 2], heights float64 [n-1])`` of the joined nodes in join order.
     """
+    if method == SINGLE:
+        return single_linkage(dist)
     n = dist.shape[0]
     d = np.array(dist, dtype=np.float64, order="C", copy=not overwrite)
     np.fill_diagonal(d, np.inf)
@@ -157,6 +178,113 @@ def linkage(
     if n > 1:
         _linkage(d, method, children, heights)
     return children, heights
+
+
+@njit(cache=True, inline="always")
+def _pair_before(a, b, c, e):
+    """Leaf pair ``{a, b}`` before ``{c, e}`` in the order ``(min, max)``."""
+    x, y = min(a, b), min(c, e)
+    return x < y or (x == y and max(a, b) < max(c, e))
+
+
+@njit(cache=True)
+def _prim(d, lo, hi, w):
+    """The minimum spanning tree's edges (``lo < hi``, weight ``w``), in the order Prim's
+    algorithm adds them from leaf 0. ``d`` is only read, the diagonal never."""
+    n = d.shape[0]
+    rest = np.arange(1, n)  # leaves outside the tree, in any order (the order is strict)
+    best = d[0, 1:].copy()  # each one's lightest edge into the tree ...
+    src = np.zeros(n - 1, np.int64)  # ... and that edge's leaf in the tree
+    m = n - 1
+    for e in range(n - 1):
+        k = 0
+        for t in range(1, m):
+            if best[t] < best[k] or (
+                best[t] == best[k] and _pair_before(src[t], rest[t], src[k], rest[k])
+            ):
+                k = t
+        v = rest[k]
+        lo[e], hi[e], w[e] = min(src[k], v), max(src[k], v), best[k]
+        m -= 1
+        rest[k], best[k], src[k] = rest[m], best[m], src[m]
+        row = d[v]
+        for t in range(m):
+            u = rest[t]
+            x = row[u]
+            if x < best[t] or (x == best[t] and _pair_before(v, u, src[t], u)):
+                best[t] = x
+                src[t] = v
+
+
+@njit(cache=True, inline="always")
+def _find(parent, a):
+    root = a
+    while parent[root] != root:
+        root = parent[root]
+    while parent[a] != root:  # path compression
+        parent[a], a = root, parent[a]
+    return root
+
+
+@njit(cache=True)
+def _joins(lo, hi, w, order, children, heights):
+    n = children.shape[0] + 1
+    parent = np.arange(n)
+    node = np.arange(n)  # the node id of the cluster whose root is this leaf
+    for step in range(n - 1):
+        e = order[step]
+        a, b = _find(parent, lo[e]), _find(parent, hi[e])
+        x, y = node[a], node[b]
+        children[step, 0] = min(x, y)
+        children[step, 1] = max(x, y)
+        heights[step] = w[e] / 2
+        root = min(a, b)
+        parent[max(a, b)] = root
+        node[root] = n + step
+
+
+def spanning_joins(lo: np.ndarray, hi: np.ndarray, w: np.ndarray):
+    """Single linkage's joins from the ``n - 1`` edges of its minimum spanning tree.
+
+    The edges are taken in the order ``(w, lo, hi)``; each joins the two clusters holding its
+    leaves (node ids ``n + step``, the lower id first) at height ``w / 2``.
+
+    Returns:
+        ``(children int64 [n-1, 2], heights float64 [n-1])`` as :func:`linkage`.
+    """
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    w = np.asarray(w, np.float64)
+    children = np.empty((lo.shape[0], 2), np.int64)
+    heights = np.empty(lo.shape[0], np.float64)
+    if lo.shape[0]:
+        _joins(lo, hi, w, np.lexsort((hi, lo, w)), children, heights)
+    return children, heights
+
+
+def single_linkage(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Single linkage of a validated distance matrix through its minimum spanning tree
+    (module docstring); ``dist`` is only read."""
+    d = np.ascontiguousarray(dist, dtype=np.float64)
+    n = d.shape[0]
+    lo = np.empty(max(n - 1, 0), np.int64)
+    hi = np.empty_like(lo)
+    w = np.empty(max(n - 1, 0), np.float64)
+    if n > 1:
+        _prim(d, lo, hi, w)
+    return spanning_joins(lo, hi, w)
+
+
+@njit(cache=True)
+def merge_components(parent, lo, hi):
+    """Union the leaves of each edge ``(lo[e], hi[e])`` in the union-find ``parent`` (each
+    root the smallest leaf of its set) and return every leaf's root (``int32 [n]``)."""
+    for e in range(lo.shape[0]):
+        a, b = _find(parent, lo[e]), _find(parent, hi[e])
+        parent[max(a, b)] = min(a, b)
+    out = np.empty(parent.shape[0], np.int32)
+    for v in range(parent.shape[0]):
+        out[v] = _find(parent, v)
+    return out
 
 
 @njit(cache=True)
