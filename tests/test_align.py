@@ -284,3 +284,27 @@ def test_host_jobs_are_capped_by_cells_and_by_sequences(monkeypatch):
     assert pipeline._host_job(job(4, 10), "accurate")
     assert not pipeline._host_job(job(5, 8), "accurate")  # 10 pairs of 64 cells
     assert not pipeline._host_job(job(6, 1), "accurate")  # above the sequences
+
+
+def test_matrix_offset_grows_with_the_jobs_size(monkeypatch):
+    from torchmsa import pipeline
+
+    protein = get_alphabet("protein")
+    assert pipeline.job_offset(protein, 2) == pipeline.job_offset(protein, 1000) == 2.0
+    assert pipeline.job_offset(protein, 2000) == round((2 + 2 * np.log10(2)) * 256) / 256
+    assert pipeline.job_offset(protein, 10_000) == pipeline.job_offset(protein, 10**6) == 4.0
+    # a job of 12 above a threshold of 3 aligns as with that offset in the defaults
+    seqs = _family(np.random.default_rng(8), 12, 40, mutate=0.4)
+    grown = round((2 + 2 * np.log10(4)) * 256) / 256
+    monkeypatch.setattr(pipeline, "OFFSET_FROM", 3)
+    a = torchmsa.align(seqs, device="cpu", mode="default")
+    assert a.metadata["matrix_offset"] == grown
+    # jobs of different offsets in one call: each aligned with its own
+    small = torchmsa.align(seqs[:3], device="cpu", mode="default")
+    many = torchmsa.align_many([seqs, seqs[:3]], device="cpu", mode="default")
+    assert [m.metadata["matrix_offset"] for m in many] == [grown, 2.0]
+    assert many[0].rows == a.rows and many[1].rows == small.rows
+    monkeypatch.setattr(pipeline, "OFFSET_FROM", 10**9)
+    monkeypatch.setitem(pipeline.MSA_DEFAULTS, "protein", ("BLOSUM62", 11, 0, grown, (1, 2)))
+    b = torchmsa.align(seqs, device="cpu", mode="default")
+    assert b.metadata["matrix_offset"] == grown and a.rows == b.rows

@@ -19,6 +19,7 @@ auto        ``accurate`` up to 200 sequences of at most 2,000 residues, ``defaul
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -61,6 +62,11 @@ MSA_DEFAULTS = {
     "rna": ("NUC.4.4", 11, 0, 2.0, (1, 2)),
 }
 AUTO_DEFAULT_MAX_N = 20_000
+# The matrix offset grows with the job's size: OFFSET_PER_DECADE per tenfold above OFFSET_FROM
+# sequences, up to OFFSET_MAX (README, Architecture: "The matrix offset grows with N")
+OFFSET_PER_DECADE = 2
+OFFSET_FROM = 1000
+OFFSET_MAX = 4
 RETREE_BLOCK = 1 << 24
 REFINE_ROUNDS = {"default": 2, "accurate": 4}
 ACCURATE_LOCAL = ("BLOSUM62", 11, 1)  # stage-1 local alignments: matrix, gap open, extend
@@ -86,13 +92,28 @@ HOST_ACCURATE_CELLS = 1 << 27
 MAX_MATRIX_UNITS = 1 << 13  # keeps P_a M P_bᵀ below 2^51 (see ops.colscores.column_scores)
 
 
-def profile_scoring(alphabet, matrix=None, gap_open=None, gap_extend=None) -> ProfileScoring:
+def job_offset(alphabet, n: int) -> float:
+    """The matrix offset for a job of ``n`` sequences: :data:`MSA_DEFAULTS`' offset, plus
+    :data:`OFFSET_PER_DECADE` per tenfold above :data:`OFFSET_FROM` sequences, at most
+    :data:`OFFSET_MAX` (a multiple of 1/:data:`SCORE_SCALE`)."""
+    base = MSA_DEFAULTS[alphabet.name][3]
+    if n <= OFFSET_FROM:
+        return base
+    grown = base + OFFSET_PER_DECADE * math.log10(n / OFFSET_FROM)
+    return float(min(max(base, OFFSET_MAX), round(grown * SCORE_SCALE) / SCORE_SCALE))
+
+
+def profile_scoring(
+    alphabet, matrix=None, gap_open=None, gap_extend=None, offset=None
+) -> ProfileScoring:
     """The integer profile scoring for ``alphabet``; ``None`` takes :data:`MSA_DEFAULTS`.
 
     Scores are in units of 1/:data:`SCORE_SCALE` of the matrix's own units, so gap costs may
-    be fractions (resolution 1/256).
+    be fractions (resolution 1/256). ``offset`` is added to every matrix entry (the matrix's
+    offset; :func:`job_offset` gives the one a job uses).
     """
-    d_matrix, d_open, d_extend, offset, terminal = MSA_DEFAULTS[alphabet.name]
+    d_matrix, d_open, d_extend, d_offset, terminal = MSA_DEFAULTS[alphabet.name]
+    offset = d_offset if offset is None else offset
     _, table, scale = load_matrix(d_matrix if matrix is None else matrix, alphabet)
     unit = SCORE_SCALE / scale
     g_open = gap_cost(d_open if gap_open is None else gap_open, "gap_open")
@@ -352,9 +373,10 @@ def align_many(
         for b, m in zip(batches, chosen)
     ]
     batches = [b.to(p) for b, p in zip(batches, places)]
-    groups: dict[tuple[str, str, torch.device], list[int]] = {}
+    offsets = [job_offset(b.alphabet, len(b)) for b in batches]
+    groups: dict[tuple[str, str, torch.device, float], list[int]] = {}
     for j, b in enumerate(batches):
-        groups.setdefault((b.alphabet.name, chosen[j], places[j]), []).append(j)
+        groups.setdefault((b.alphabet.name, chosen[j], places[j], offsets[j]), []).append(j)
     firsts = [_first_tree_method(tree, len(b), chosen[j]) for j, b in enumerate(batches)]
     total = sum(
         (2 if _second_pass(chosen[j], firsts[j]) else 1) * max(0, len(b) - 1)
@@ -362,8 +384,8 @@ def align_many(
     )
     bar = _ProgressBar(total, progress)
     results: list = [None] * len(batches)
-    for (_, mode_j, place), idx in groups.items():
-        scoring = profile_scoring(batches[idx[0]].alphabet, matrix, gap_open, gap_extend)
+    for (_, mode_j, place, offset), idx in groups.items():
+        scoring = profile_scoring(batches[idx[0]].alphabet, matrix, gap_open, gap_extend, offset)
         group = [batches[j] for j in idx]
         group_firsts = [firsts[j] for j in idx]
         group_impl = impl if place == dev else resolve_backend(backend, place)
@@ -382,6 +404,7 @@ def align_many(
             "computed_on": str(places[j]),
             "tree": firsts[j] if chosen[j] != "accurate" else _linkage(tree),
             "n_sequences": len(b),
+            "matrix_offset": offsets[j],
             "seconds": seconds,
             "jobs_in_batch": len(batches),
             **extra,

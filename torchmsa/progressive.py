@@ -155,11 +155,13 @@ def split_cost(cost: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 # a level of at most CPU_LEVEL_CELLS DP cells, none of its pairs above CPU_PAIR_CELLS, runs in
 # numba (its pairs in parallel), also on a GPU: there a level costs launches (about 6 ms on an
-# H100) while one wide pair costs a host thread more (stages-levels-numba.md). On the CPU the
-# pair cap is CPU_DEVICE_PAIR_CELLS: the batched level runs its pairs' DPs in numba too, after
-# tensor work that costs more than the numba merges (ab_cases-cpu-pair-cap.md)
-CPU_LEVEL_CELLS = 1 << 22
-CPU_PAIR_CELLS = 1 << 19
+# H100) while one wide pair costs a host thread more (stages-levels-numba.md). Both were 2^22 and
+# 2^19 before the faster host DP; 2^23 for both took 7% less on balifam10000 with BAliBASE's
+# accurate cases unchanged (ab_cases-h100-bf10k-pair-372b49f.md, -bb-accurate-pair-). On the
+# CPU the pair cap is CPU_DEVICE_PAIR_CELLS: the batched level runs its pairs' DPs in numba too,
+# after tensor work that costs more than the numba merges (ab_cases-cpu-pair-cap.md)
+CPU_LEVEL_CELLS = 1 << 23
+CPU_PAIR_CELLS = 1 << 23
 CPU_DEVICE_PAIR_CELLS = 1 << 62
 # consecutive numba levels run as one call, which reserves pool rows for every parent's bound
 # (its children's bounds together: the true widths are known only once the run is aligned).
