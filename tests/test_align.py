@@ -308,3 +308,22 @@ def test_matrix_offset_grows_with_the_jobs_size(monkeypatch):
     monkeypatch.setitem(pipeline.MSA_DEFAULTS, "protein", ("BLOSUM62", 11, 0, grown, (1, 2)))
     b = torchmsa.align(seqs, device="cpu", mode="default")
     assert b.metadata["matrix_offset"] == grown and a.rows == b.rows
+
+
+def test_full_matrix_trees_that_cannot_fit_are_a_resource_error(monkeypatch):
+    from torchmsa import pipeline
+    from torchmsa.errors import ResourceError
+
+    seqs = _family(np.random.default_rng(9), 6, 30)
+    monkeypatch.setattr(pipeline, "FULL_MATRIX_BYTES", 1 << 50)
+    for tree in ("upgma", "lcs"):
+        with pytest.raises(ResourceError, match="guide tree .* of 6 sequences") as err:
+            torchmsa.align(seqs, device="cpu", mode="fast", tree=tree)
+        assert err.value.needed == 36 << 50 and "parttree" in str(err.value)
+    # PartTree needs no N x N matrix, and default mode makes no second tree after it
+    seen = []
+    real = pipeline._alignment_distances
+    monkeypatch.setattr(pipeline, "_alignment_distances", lambda *a: seen.append(1) or real(*a))
+    aln = torchmsa.align(seqs, device="cpu", mode="default", tree="parttree")
+    assert aln.metadata["tree"] == "parttree" and not seen
+    assert [row.replace("-", "") for row in aln.rows] == seqs

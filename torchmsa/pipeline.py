@@ -20,6 +20,7 @@ auto        ``accurate`` up to 200 sequences of at most 2,000 residues, ``defaul
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any
 
@@ -28,7 +29,7 @@ import torch
 
 from torchmsa.alignment import Alignment
 from torchmsa.cpu.dp_rows import RES_ONE
-from torchmsa.errors import ArgumentError, ScoringError
+from torchmsa.errors import ArgumentError, ResourceError, ScoringError
 from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.progressive import (
     Forest,
@@ -53,6 +54,7 @@ __all__ = [
 MODES = ("auto", "fast", "default", "accurate")
 TREES = ("auto", "upgma", "upgma_mafft", "nj", "single", "lcs", "parttree")
 PARTTREE_MIN_N = 20_000  # "auto" trees above this size are PartTree (no N x N matrix)
+FULL_MATRIX_BYTES = 16  # per pair, a full-matrix tree: int32 LCS or k-mer counts, float64 distances
 LCS_MIN_N = 500  # default mode's "auto" tree above this size: single linkage on LCS distances
 SCORE_SCALE = 256
 # matrix, gap_open, gap_extend, matrix offset, terminal gap-opening factor (num, den)
@@ -139,6 +141,26 @@ def profile_scoring(
     )
 
 
+def _check_full_matrix(n: int, device: torch.device, method: str) -> None:
+    """:class:`ResourceError` where an ``n x n`` guide-tree matrix cannot fit on ``device``
+    (free GPU memory; on the host, available physical memory where the system tells it)."""
+    need = FULL_MATRIX_BYTES * n * n
+    if device.type == "cuda":
+        avail = torch.cuda.mem_get_info(device)[0]
+    else:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return
+    if need > avail:
+        raise ResourceError(
+            f"a full-matrix guide tree ({method}) of {n} sequences on {device}",
+            need,
+            avail,
+            "use tree='parttree', which needs no N x N matrix",
+        )
+
+
 def _first_tree(batch: SequenceBatch, method: str, backend: str):
     """The first guide tree (``method`` from :func:`_first_tree_method`): PartTree, single
     linkage on LCS distances, or 6-mer distances and a linkage."""
@@ -149,6 +171,7 @@ def _first_tree(batch: SequenceBatch, method: str, backend: str):
         from torchmsa.parttree import parttree_tree
 
         return parttree_tree(batch, backend=backend)
+    _check_full_matrix(len(batch), batch.codes.device, method)
     if method == "lcs":
         from torchmsa.ops.lcs import lcs_distances, lcs_lengths
 
@@ -300,8 +323,9 @@ def _first_tree_method(tree: str, n: int, mode: str) -> str:
 
 
 def _second_pass(mode: str, method: str) -> bool:
-    """Default mode re-trees from its first alignment, except after an LCS tree."""
-    return mode == "default" and method != "lcs"
+    """Default mode re-trees from its first alignment, except after an LCS tree or PartTree
+    (chosen where the second tree's N x N matrix would be too large)."""
+    return mode == "default" and method not in ("lcs", "parttree")
 
 
 def _align_group(batches, chosen, firsts, scoring, tree, impl, bar):
@@ -318,6 +342,8 @@ def _align_group(batches, chosen, firsts, scoring, tree, impl, bar):
     extra = [{} for _ in batches]
     again = [j for j, f in enumerate(firsts) if _second_pass(chosen, f)]
     if again:
+        for j in again:
+            _check_full_matrix(len(batches[j]), done[j][0].device, method)
         retrees = [
             tree_from_tensor(_alignment_distances(done[j][0], gap), method, batches[j].names)
             if len(batches[j]) > 1
