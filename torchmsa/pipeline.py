@@ -141,16 +141,32 @@ def profile_scoring(
     )
 
 
+def _host_available() -> int | None:
+    """Bytes of host memory available to a new allocation (Linux's ``MemAvailable``, else the
+    free physical pages); None where the system does not say."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def _check_full_matrix(n: int, device: torch.device, method: str) -> None:
     """:class:`ResourceError` where an ``n x n`` guide-tree matrix cannot fit on ``device``
-    (free GPU memory; on the host, available physical memory where the system tells it)."""
+    (free GPU memory and torch's cached blocks; on the host, the available memory)."""
     need = FULL_MATRIX_BYTES * n * n
     if device.type == "cuda":
-        avail = torch.cuda.mem_get_info(device)[0]
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        avail = torch.cuda.mem_get_info(device)[0] + cached
     else:
-        try:
-            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
+        avail = _host_available()
+        if avail is None:
             return
     if need > avail:
         raise ResourceError(
