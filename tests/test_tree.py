@@ -44,6 +44,16 @@ def textbook_update(method):
     return update
 
 
+def _branch_lengths(children, heights, n):
+    """Each node's branch length: its parent's height minus its own (leaves at 0)."""
+    height = [0.0] * n + heights
+    lengths = [0.0] * (2 * n - 1)
+    for k, (a, b) in enumerate(children):
+        lengths[a] = height[n + k] - height[a]
+        lengths[b] = height[n + k] - height[b]
+    return lengths
+
+
 def ref_linkage(d, update):
     """Naive agglomeration: scan all active pairs, join the first minimum into the lower slot."""
     n = len(d)
@@ -65,12 +75,7 @@ def ref_linkage(d, update):
         active[j] = False
         size[i] += size[j]
         node[i] = n + step
-    height = [0.0] * n + heights
-    lengths = [0.0] * (2 * n - 1)
-    for k, (a, b) in enumerate(children):
-        lengths[a] = height[n + k] - height[a]
-        lengths[b] = height[n + k] - height[b]
-    return children, lengths
+    return children, _branch_lengths(children, heights, n)
 
 
 def ref_single(d):
@@ -93,12 +98,7 @@ def ref_single(d):
         heights.append(dij / 2)
         root[max(a, b)] = min(a, b)
         node[min(a, b)] = n + len(children) - 1
-    height = [0.0] * n + heights
-    lengths = [0.0] * (2 * n - 1)
-    for k, (a, b) in enumerate(children):
-        lengths[a] = height[n + k] - height[a]
-        lengths[b] = height[n + k] - height[b]
-    return children, lengths
+    return children, _branch_lengths(children, heights, n)
 
 
 def ref_nj(d):

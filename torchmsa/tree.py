@@ -279,7 +279,7 @@ def tree_from_tensor(dist: torch.Tensor, method: str, names: list[str] | None = 
     copy = method != "single"
     host = dist.to("cpu", torch.float64, copy=copy, memory_format=torch.contiguous_format)
     d = host.numpy() if checked else _distances(host.numpy())  # the host's loop, its errors
-    return _assemble(d, method, names, owned=True)
+    return _assemble(d, method, names, owned=copy)
 
 
 def _valid(d: torch.Tensor) -> bool:
