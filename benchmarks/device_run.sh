@@ -18,6 +18,7 @@
 #   ab        benchmarks.ab_cases --device cuda (AB_ARGS: cases, variants, name)
 #   dp-cpu    benchmarks.colscores_cpu on the machine's CPU (DP_ARGS)
 #   placement benchmarks.refine_placement (PLACE_ARGS)
+#   versions  benchmarks.ab_versions: commit VERSION_BASE against this checkout (VERSION_ARGS)
 # Triton's kernel cache goes back as $OUT/triton_cache.tgz; name that file (carried in an
 # ignored folder) in TRITON_CACHE_TGZ on the next call and a fresh machine starts with it
 # (a cold cache costs minutes of compiling: README, "First run on a machine").
@@ -69,6 +70,13 @@ for stage in "$@"; do
     ab) eval "py -m benchmarks.ab_cases --device cuda ${AB_ARGS:-} --out \"\$OUT\"" 2>&1 \
           | tee "$OUT/ab.log" | grep -E "^==|Error" ;;
     dp-cpu) py -m benchmarks.colscores_cpu ${DP_ARGS:-} --out "$OUT" 2>&1 | tail -12 ;;
+    versions) rm -rf /tmp/base_src /tmp/sitebase && mkdir -p /tmp/base_src \
+              && git archive "${VERSION_BASE:?}" torchmsa triton_kernels pyproject.toml README.md \
+              | tar -x -C /tmp/base_src && python3 -m pip install -q --no-index --no-deps \
+              --no-compile --no-build-isolation --target /tmp/sitebase /tmp/base_src \
+              >>"$OUT/install.log" 2>&1 && py -m benchmarks.ab_versions \
+              --version "$VERSION_BASE=/tmp/sitebase" --version "${TORCHMSA_COMMIT:-new}=/tmp/site" \
+              ${VERSION_ARGS:-} --out "$OUT" 2>&1 | tee "$OUT/versions.log" | grep -E "^==|Error" ;;
     placement) py -m benchmarks.refine_placement ${PLACE_ARGS:-} --out "$OUT" 2>&1 | tail -25 ;;
     *) echo "unknown stage $stage"; status=1 ;;
   esac

@@ -76,6 +76,24 @@ def test_auto_device_is_cuda_and_recorded():
 
 
 @needs_cuda
+def test_uploads_arrive_whole_while_the_device_is_busy():
+    import numpy as np
+
+    from torchmsa.ops.backend import to_device
+
+    dev = torch.device("cuda")
+    busy = torch.randn(4096, 4096, device=dev)
+    for _ in range(20):  # queued work that a waiting copy would have to outlast
+        busy = busy @ busy.T / 4096
+    host = np.arange(1 << 22, dtype=np.int64)
+    got = to_device(host, dev, torch.int32)
+    host[:] = -1  # the copy was taken before the call returned
+    assert got.dtype == torch.int32 and got.device.type == "cuda"
+    assert torch.equal(got.cpu(), torch.arange(1 << 22, dtype=torch.int32))
+    assert torch.isfinite(busy).all()
+
+
+@needs_cuda
 def test_missing_cuda_device_is_a_clear_error():
     with pytest.raises(DeviceError, match="does not exist"):
         torchmsa.align(["MKV", "MKV"], device=f"cuda:{torch.cuda.device_count()}")

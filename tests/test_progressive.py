@@ -173,8 +173,11 @@ def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows, cel
 
 
 @pytest.mark.parametrize("cells", PATHS)
-def test_chain_tree_of_many_levels(monkeypatch, cells):
+@pytest.mark.parametrize("lone", [0, 1 << 62], ids=["threaded", "serial"])
+def test_chain_tree_of_many_levels(monkeypatch, cells, lone):
     _numba_cells(monkeypatch, cells)
+    # lone 0: every numba level of one pair computes its scores on all threads
+    monkeypatch.setattr(progressive, "LONE_PAIR_CELLS", lone)
     # single linkage on equal distances chains: one node per level, as in large families
     rng = np.random.default_rng(8)
     scoring = profile_scoring(PROTEIN)
@@ -313,7 +316,9 @@ def test_numba_merges_with_consistency_equal_the_batched_levels(monkeypatch, see
         got[cells] = _run(
             jobs, scoring, consistency=lambda f: Consistency(libs, trees, sizes, f, 16)
         )
-    assert got[-1] == got[60] == got[1 << 40]
+    monkeypatch.setattr(progressive, "LONE_PAIR_CELLS", 0)  # one-pair levels on all threads
+    lone = _run(jobs, scoring, consistency=lambda f: Consistency(libs, trees, sizes, f, 16))
+    assert got[-1] == got[60] == got[1 << 40] == lone
     assert ran["numba"] > 0
     assert got[-1] != _run(jobs, scoring)  # the libraries changed the alignments
 

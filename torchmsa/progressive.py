@@ -39,6 +39,7 @@ from torchmsa.consistency import entry_values
 from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP, RES_ONE
 from torchmsa.cpu.dp_rows import OCC_SHIFT
 from torchmsa.errors import ResourceError
+from torchmsa.ops.backend import to_device
 from torchmsa.ops.colscores import batched_column_scores
 from torchmsa.ops.kmer_stream import memory_budget
 from torchmsa.ops.profile import profile_align
@@ -169,6 +170,10 @@ CPU_DEVICE_PAIR_CELLS = 1 << 62
 # where its parents' bounds would pass RUN_ROWS: PF00037's 10,011 sequences of at most 30
 # residues reserved over 24 GB on a CPU device without it.
 RUN_ROWS = 1 << 21
+# a numba level of one pair of at least this many cells (a link of a deep chain of merges, as
+# single linkage and PartTree make) spreads the pair's column scores over the threads; below
+# it starting the threads costs more than they save
+LONE_PAIR_CELLS = 1 << 16
 POOL_ROWS = 1024  # first size of a device's node pool
 # device bytes of a batched level per DP cell (packed scores, the bucket's float64 products and
 # their int32 copy, scatter indices) and per child column and residue (profiles and products)
@@ -191,11 +196,10 @@ def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
 
 
 def _upload(device: torch.device, **arrays) -> dict[str, torch.Tensor]:
-    """Host int64 arrays as tensors on ``device``, in one copy; views by name."""
+    """Host int64 arrays as tensors on ``device``, in one copy that does not wait for the
+    device (:func:`~torchmsa.ops.backend.to_device`); views by name."""
     parts = [np.asarray(a, np.int64).ravel() for a in arrays.values()]
-    flat = torch.from_numpy(np.concatenate(parts) if parts else np.zeros(0, np.int64))
-    if device.type != "cpu":
-        flat = flat.to(device)
+    flat = to_device(np.concatenate(parts) if parts else np.zeros(0, np.int64), device)
     out, at = {}, 0
     for name, part in zip(arrays, parts):
         out[name] = flat[at : at + len(part)]
@@ -335,6 +339,8 @@ def _cpu_run(
 
     Returns ``(child element ids, their elements in the parents)`` on the host.
     """
+    import numba
+
     from torchmsa.cpu.merge import merge_nodes
 
     cpu = torch.device("cpu")
@@ -382,6 +388,8 @@ def _cpu_run(
         cweight,
         res_col,
         node_of_seq,
+        numba.get_num_threads(),
+        LONE_PAIR_CELLS,
     )
     if track is not None:
         track.table.col.copy_(torch.from_numpy(res_col))
@@ -744,12 +752,12 @@ def progressive_align(
     # root's column
     up = torch.arange(st.n_elems, device=device)
     for parts in pieces.values():
-        idx = torch.from_numpy(np.concatenate([k for k, _ in parts])).to(device)
-        up[idx] = torch.cat([torch.as_tensor(e) for _, e in parts]).to(device)
+        idx = to_device(np.concatenate([k for k, _ in parts]), device)
+        up[idx] = to_device(torch.cat([torch.as_tensor(e) for _, e in parts]), device)
     for _ in range(max(1, len(forest.levels)).bit_length()):
         up = up[up]
     # each root's columns are a range of elements: a residue's column is its offset there
-    starts = torch.from_numpy(np.sort(st.elem[forest.roots])).to(device)
+    starts = to_device(np.sort(st.elem[forest.roots]), device)
     home = up[: table.seq.numel()]
     table.col = home - starts[torch.searchsorted(starts, home, right=True) - 1]
     return st.cols[forest.roots].tolist()

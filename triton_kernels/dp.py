@@ -18,6 +18,7 @@ from torchmsa._triton import dp_plan
 from torchmsa._triton.dp_fill import _dp_fill_kernel
 from torchmsa._triton.dp_query import _query_profile_kernel
 from torchmsa._triton.dp_traceback import _dp_traceback_kernel, _ops_forward_kernel
+from torchmsa.ops.backend import to_device
 
 __all__ = ["pairwise_score", "pairwise_align", "profile_align"]
 
@@ -73,7 +74,7 @@ def _chunk_calls(args, launch, chunk, fill_out, tb_out, tmp):
     cfg = chunk.config
     trace = tmp is not None
     # one copy to the device: pair index, direction-bit and horizontal-buffer offsets by slot
-    meta = torch.from_numpy(np.stack([chunk.order, chunk.tr_off, chunk.hb_off])).to(dev)
+    meta = to_device(np.stack([chunk.order, chunk.tr_off, chunk.hb_off]), dev)
     order, tr_off, hb_off = meta[0], meta[1], meta[2]
     count = len(chunk.order)
     tune = {} if cfg.maxnreg is None else {"maxnreg": cfg.maxnreg}
@@ -206,7 +207,7 @@ def profile_align(
     )
     host = args.sizes.sum(0)
     total = int(host.sum())
-    ops_off = torch.from_numpy(np.cumsum(host) - host).to(dev)
+    ops_off = to_device(np.cumsum(host) - host, dev)
     args.ops = torch.zeros(max(1, total), dtype=torch.uint8, device=dev)
     args.ops_off = ops_off
     if args.n.numel() == 0:

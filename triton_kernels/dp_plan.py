@@ -16,6 +16,7 @@ import torch
 
 from torchmsa.cpu.dp_rows import RES_ONE
 from torchmsa.errors import ArgumentError, ResourceError
+from torchmsa.ops.backend import to_device
 
 MODES = (0, 1, 2)
 # a short menu: every launch shape is one more kernel to compile; past 32 lanes a pair spans
@@ -177,17 +178,17 @@ def profile_args(
     lo, hi = _range(S) if _mode(mode) else (0, 0)
 
     def i32(t):
-        t = t.to(device=dev, dtype=torch.int32).contiguous()
+        t = to_device(t, dev, torch.int32).contiguous()
         return t if t.numel() else torch.zeros(1, dtype=torch.int32, device=dev)
 
     def i64(t):
-        return t.to(device=dev, dtype=torch.int64).contiguous()
+        return to_device(t, dev, torch.int64).contiguous()
 
     return Args(
         profile=True,
         mode=_mode(mode),
-        n=n.to(device=dev, dtype=torch.int32).contiguous(),
-        m=m.to(device=dev, dtype=torch.int32).contiguous(),
+        n=to_device(n, dev, torch.int32).contiguous(),
+        m=to_device(m, dev, torch.int32).contiguous(),
         codes_a=torch.zeros((1, 1), dtype=torch.uint8, device=dev),
         codes_b=torch.zeros((1, 1), dtype=torch.uint8, device=dev),
         b_stride=1,

@@ -252,6 +252,22 @@ def add_floored(S, tile, cweight, denom):
                 S[i, j] += np.int32((tile[i, j] * cweight) // denom)
 
 
+@njit(cache=True, nogil=True)
+def _pair_dp(q, pairs, kids, S, ops, cols, weights, gap_open, ext, t_num, t_den, occ_shift, *cons):
+    """Pair ``q``'s DP on its column scores ``S`` (plus its consistency tile, when ``cons``
+    holds entries) into ``ops``; ``kids``: the children's profiles and boundary weights.
+    Returns the alignment's width."""
+    ent, ent_lo, ent_hi, cweight, seq_off, res_col, node_of_seq = cons
+    prof_a, both_a, prof_b, both_b = kids
+    a, b = pairs[q, 0], pairs[q, 1]
+    n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
+    oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
+    ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
+    if node_of_seq.size > 0 and ent_hi[q] > ent_lo[q] and n > 0 and m > 0:
+        _add_tile(S, a, ent, ent_lo[q], ent_hi[q], seq_off, res_col, node_of_seq, cweight, wa * wb)
+    return _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
+
+
 @njit(cache=True, parallel=True)
 def merge_nodes(
     pairs,
@@ -280,6 +296,8 @@ def merge_nodes(
     cweight,
     res_col,
     node_of_seq,
+    threads,
+    lone_cells,
 ):
     """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent), level after level: level v
     is ``pairs[level_start[v] : level_start[v + 1]]``, its pairs aligned in parallel and merged
@@ -292,6 +310,9 @@ def merge_nodes(
     ``OCC_SHIFT`` (``ops/colscores.py``). Returns the pools' new ends and the number of
     ``new_col`` entries written.
 
+    A level of one pair of at least ``lone_cells`` cells computes its column scores on
+    ``threads`` threads (the same integers).
+
     Consistency (accurate mode; otherwise ``node_of_seq`` is empty): library entries
     ``ent int64 [5, E]`` (``x, i, y, j`` and the value ``w w_x w_y``), pair q's at
     ``ent_lo[q] : ent_hi[q]``, add ``floor(cweight * sum / (w_a w_b))`` to the cells they touch;
@@ -301,30 +322,35 @@ def merge_nodes(
     track = node_of_seq.size > 0
     n_alpha = matrix.shape[0]
     args = (n_leaves, seq_off, codes, prof_pool, both_pool, row, bnd, n_alpha)
+    cons = (ent, ent_lo, ent_hi, cweight, seq_off, res_col, node_of_seq)
+    dp_args = (cols, weights, gap_open, ext, t_num, t_den, occ_shift, *cons)
     used = 0
     for lv in range(level_start.size - 1):
         lo, hi = level_start[lv], level_start[lv + 1]
-        # the level's pairs are independent: their DPs run in parallel, then merge in order
-        ops_off = np.zeros(hi - lo + 1, np.int64)
-        for k in range(hi - lo):
+        # the level's pairs are independent: their DPs run in parallel, then merge in order.
+        # (No np.zeros and no slice filled with a constant here: in a parallel function each
+        # becomes a parallel loop of its own, whose start costs more than its work.)
+        count = hi - lo
+        ops_off = np.empty(count + 1, np.int64)
+        ops_off[0] = 0
+        for k in range(count):
             ops_off[k + 1] = ops_off[k] + cols[pairs[lo + k, 0]] + cols[pairs[lo + k, 1]]
-        ops_buf = np.zeros(ops_off[hi - lo], np.uint8)
-        widths = np.zeros(hi - lo, np.int64)
-        for k in prange(hi - lo):
+        ops_buf = np.empty(ops_off[count], np.uint8)
+        widths = np.empty(count, np.int64)
+        lone = count == 1 and cols[pairs[lo, 0]] * cols[pairs[lo, 1]] >= lone_cells
+        for k in prange(count - int(lone)):
             q = lo + k
             a, b = pairs[q, 0], pairs[q, 1]
-            n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
-            prof_a, both_a = _child(a, n, wa, *args)
-            prof_b, both_b = _child(b, m, wb, *args)
-            oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
-            ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
-            S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
-            if track and ent_hi[q] > ent_lo[q] and n > 0 and m > 0:
-                _add_tile(
-                    S, a, ent, ent_lo[q], ent_hi[q], seq_off, res_col, node_of_seq, cweight, wa * wb
-                )
+            kids = _child(a, cols[a], weights[a], *args) + _child(b, cols[b], weights[b], *args)
+            S = _scores(kids[0], kids[2], matrix, weights[a], weights[b], occ_shift)
             ops = ops_buf[ops_off[k] : ops_off[k + 1]]
-            widths[k] = _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
+            widths[k] = _pair_dp(q, pairs, kids, S, ops, *dp_args)
+        if lone:  # one wide pair (a link of a deep chain): its column scores on every thread
+            x, y = pairs[lo, 0], pairs[lo, 1]
+            kids = _child(x, cols[x], weights[x], *args) + _child(y, cols[y], weights[y], *args)
+            wx, wy = weights[x], weights[y]
+            S = scores_threaded(kids[0], kids[2], matrix, wx, wy, occ_shift, threads)
+            widths[0] = _pair_dp(lo, pairs, kids, S, ops_buf, *dp_args)
         for k in range(hi - lo):
             q = lo + k
             a, b, par = pairs[q, 0], pairs[q, 1], pairs[q, 2]
@@ -349,8 +375,11 @@ def merge_nodes(
                         for r in range(seq_off[sq], seq_off[sq + 1]):
                             res_col[r] = to[res_col[r]]
                         node_of_seq[sq] = par
-            prof_pool[rows_used : rows_used + width] = 0
-            both_pool[bnds_used : bnds_used + width + 1] = 0
+            for t in range(width):
+                for c in range(n_alpha):
+                    prof_pool[rows_used + t, c] = 0
+            for t in range(width + 1):
+                both_pool[bnds_used + t] = 0
             _add_child(a, n, wa, map_a, width, rows_used, bnds_used, *args)
             _add_child(b, m, wb, map_b, width, rows_used, bnds_used, *args)
             cols[par] = width

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import torch
 
 from torchmsa.errors import ArgumentError, DeviceError
 
-__all__ = ["resolve_device", "resolve_backend", "interpreter_enabled", "BACKENDS"]
+__all__ = ["resolve_device", "resolve_backend", "interpreter_enabled", "to_device", "BACKENDS"]
 
 BACKENDS = ("auto", "cpu", "triton")
 
@@ -16,6 +17,20 @@ BACKENDS = ("auto", "cpu", "triton")
 def interpreter_enabled() -> bool:
     """True when Triton kernels run in Triton's interpreter (``TRITON_INTERPRET=1``)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def to_device(x: np.ndarray | torch.Tensor, device: torch.device, dtype=None) -> torch.Tensor:
+    """``x`` (a host array or a tensor anywhere) as a tensor on ``device``.
+
+    A host array goes to a GPU through pinned memory, copied without waiting: torch's plain
+    copy from pageable memory waits for all the work queued on the device first, so a level
+    of the progressive alignment that uploads its index arrays one by one would wait for the
+    device at each of them (about ten times per level) instead of once.
+    """
+    t = torch.as_tensor(x, dtype=dtype)
+    if device.type == "cuda" and t.device.type == "cpu":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
 
 
 def resolve_device(device) -> torch.device:

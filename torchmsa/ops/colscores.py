@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from torchmsa.cpu.dp_rows import OCC_SHIFT
+from torchmsa.ops.backend import to_device
 
 __all__ = ["column_scores", "batched_column_scores", "occupancy_divisors", "PAD_SLACK"]
 
@@ -115,8 +116,8 @@ def batched_column_scores(
     off_a_l, n_l, off_b_l, m_l, wa_l, wb_l = (x.tolist() for x in host)
     cells_h = host[1] * host[3]
     s_off_h = np.cumsum(cells_h) - cells_h
-    dev = torch.from_numpy(np.stack([*host, s_off_h]))
-    off_a, n, off_b, m, w_a, w_b, s_off = dev.to(device).unbind(0)
+    dev = to_device(np.stack([*host, s_off_h]), device)
+    off_a, n, off_b, m, w_a, w_b, s_off = dev.unbind(0)
     c_l, s_off_l = cells_h.tolist(), s_off_h.tolist()
     total = int(cells_h.sum())
     S = torch.empty(total + 1, dtype=torch.int32, device=device)  # slot `total`: a dump
@@ -138,7 +139,7 @@ def batched_column_scores(
             )
             S[s_off_l[p] : s_off_l[p] + c_l[p]] = block.view(-1)
             continue
-        idx = torch.tensor(bucket, dtype=torch.int64, device=device)
+        idx = to_device(np.asarray(bucket, np.int64), device)
         n_max, m_max = max(n_l[p] for p in bucket), max(m_l[p] for p in bucket)
         ia = torch.arange(n_max, device=device)
         ib = torch.arange(m_max, device=device)
