@@ -405,118 +405,129 @@ def _cpu_run(
     return kid_elems, torch.from_numpy(elems)
 
 
-def _kid_profiles(st: _Nodes, kids, cols, col_off, bnd_off, kid_w, device):
-    """Profiles ``float64 [sum(cols), A]`` and boundary weights ``int64 [sum(cols + 1)]`` of
-    the level's children: leaves from their codes, internal nodes from their pools."""
-    K, nb = int(cols.sum()), int(cols.sum()) + len(kids)
-    leaf = np.nonzero(kids < st.n_leaves)[0]
-    v = _upload(
-        device,
-        res=_ranges(st.seq_off[kids[leaf]], cols[leaf]),
-        dst=_ranges(col_off[leaf], cols[leaf]),
-        w=np.repeat(kid_w[leaf], cols[leaf]),
-        b_dst=_ranges(bnd_off[leaf], cols[leaf] + 1),
-        b_w=np.repeat(np.where(cols[leaf] > 0, kid_w[leaf], 0), cols[leaf] + 1),
-    )
-    prof = torch.zeros((K, st.n_alpha), dtype=torch.float64, device=device)
-    prof[v["dst"], st.codes(device)[v["res"]]] = v["w"].to(torch.float64)
-    both = torch.zeros(nb, dtype=torch.int64, device=device)
-    both[v["b_dst"]] = v["b_w"]
-    inner = np.nonzero(kids >= st.n_leaves)[0]
-    if len(inner):
-        st.fetch(kids[inner], device)
-        pool = st.pools[st.pool(device)]
-        w = _upload(
+class _Layout:
+    """A level's children laid out in order on the device: their columns ``0 .. K-1`` and
+    boundaries ``0 .. K + 2P - 1``, each with its child and its place in that child.
+
+    Only the children's own values cross from the host (``O(children)``, one copy); the
+    per-column and per-boundary indices are made on the device, where they cost microseconds
+    instead of the host's milliseconds of numpy work and copies of ``O(columns)``.
+    """
+
+    def __init__(self, st: _Nodes, kids: np.ndarray, cols: np.ndarray, device: torch.device):
+        n_kids, K = len(kids), int(cols.sum())
+        leaf = kids < st.n_leaves
+        self.K, self.nb = K, K + n_kids
+        self.col_off = _excl(cols)
+        self.v = _upload(
             device,
-            r_src=_ranges(st.row[kids[inner]], cols[inner]),
-            r_dst=_ranges(col_off[inner], cols[inner]),
-            b_src=_ranges(st.bnd[kids[inner]], cols[inner] + 1),
-            b_dst=_ranges(bnd_off[inner], cols[inner] + 1),
+            cols=cols,
+            col_off=self.col_off,
+            bnd_off=self.col_off + np.arange(n_kids),
+            w=st.w[kids],
+            leaf=leaf,
+            # where a child's rows come from: a leaf's residues, an inner node's pool rows
+            start=np.where(leaf, st.seq_off[np.where(leaf, kids, 0)], st.row[kids]),
+            bstart=np.where(leaf, 0, st.bnd[kids]),
+            elem=st.elem[kids],
         )
-        prof[w["r_dst"]] = pool.prof[w["r_src"]].to(torch.float64)
-        both[w["b_dst"]] = pool.both[w["b_src"]]
-    return prof, both
+        v, every = self.v, torch.arange(n_kids, device=device)
+        self.kid = torch.repeat_interleave(every, v["cols"], output_size=K)
+        self.pos = torch.arange(K, device=device) - v["col_off"][self.kid]
+        self.bkid = torch.repeat_interleave(every, v["cols"] + 1, output_size=self.nb)
+        self.bpos = torch.arange(self.nb, device=device) - v["bnd_off"][self.bkid]
 
 
-def _merge(st, pairs, kids, cols, col_off, bnd_off, prof, both, info, ops, device):
+def _kid_profiles(st: _Nodes, kids, lay: _Layout, device):
+    """Profiles ``float64 [K, A]`` and boundary weights ``int64 [K + 2P]`` of the level's
+    children: leaves from their codes, internal nodes from their pools."""
+    v = lay.v
+    inner = kids[kids >= st.n_leaves]
+    if len(inner):
+        st.fetch(inner, device)
+    pool = st.pools[st.pool(device)]
+    leaf = v["leaf"][lay.kid].bool()
+    src = v["start"][lay.kid] + lay.pos
+    # every column gathers its pool row (row 0 for a leaf's, then cleared) and a leaf's column
+    # adds its weight at its residue's code
+    prof = pool.prof[torch.where(leaf, 0, src)].to(torch.float64)
+    prof.masked_fill_(leaf[:, None], 0.0)
+    code = st.codes(device)[torch.where(leaf, src, 0)]
+    weight = torch.where(leaf, v["w"][lay.kid], 0).to(torch.float64)
+    prof.index_put_((torch.arange(lay.K, device=device), code), weight, accumulate=True)
+    bleaf = v["leaf"][lay.bkid].bool()
+    both = pool.both[torch.where(bleaf, 0, v["bstart"][lay.bkid] + lay.bpos)]
+    leaf_w = torch.where(v["cols"][lay.bkid] > 0, v["w"][lay.bkid], 0)
+    return prof, torch.where(bleaf, leaf_w, both)
+
+
+def _merge(st, pairs, kids, cols, lay: _Layout, prof, both, info, ops, device):
     """The parents of a level: their columns, profiles and boundary weights from the children's
     and the traceback ops; records where every child column went (``st`` element maps)."""
     P = len(pairs)
     n, m = cols[:P], cols[P:]
     W = info[:, 1].cpu().numpy().astype(np.int64)  # the level's one wait for the device
     sizes = n + m
-    t = np.arange(int(sizes.sum())) - np.repeat(_excl(sizes), sizes)
-    pair_of_kid = np.arange(2 * P) % P
-    w_off, wb_off = _excl(W), _excl(W + 1)
     parents = pairs[:, 2]
     st.place(parents, W)
-    # boundary c of a non-empty child: what lies left and right of it must stay adjacent
-    ne = np.nonzero(cols > 0)[0]
-    bk = np.repeat(ne, cols[ne] + 1)
-    c = _ranges(np.zeros(len(ne), np.int64), cols[ne] + 1)
-    v = _upload(
+    p = _upload(
         device,
-        t=t,
-        valid=t < np.repeat(W, sizes),
-        col_par=np.repeat(w_off[pair_of_kid], cols),
-        elem_par=np.repeat(st.elem[parents][pair_of_kid], cols),
-        cur=col_off[bk] + np.minimum(c, cols[bk] - 1),
-        prev=col_off[bk] + np.maximum(c - 1, 0),
-        first=c == 0,
-        last=c == cols[bk],
-        width=W[pair_of_kid[bk]],
-        b_par=wb_off[pair_of_kid[bk]],
-        b_src=bnd_off[bk] + c,
+        W=W,
+        w_off=_excl(W),
+        wb_off=_excl(W + 1),
+        sizes=sizes,
+        op_off=_excl(sizes),
+        elem=st.elem[parents],
     )
-    valid = v["valid"].bool()
-    ops = ops[: len(t)].to(device)
-    K = int(cols.sum())
-    new_col = torch.empty(K + 1, dtype=torch.int64, device=device)  # slot K: a dump
+    T, K, v = int(sizes.sum()), lay.K, lay.v
+    op_pair = torch.repeat_interleave(torch.arange(P, device=device), p["sizes"], output_size=T)
+    t = torch.arange(T, device=device) - p["op_off"][op_pair]
+    valid = t < p["W"][op_pair]
+    ops = ops[:T].to(device)
+    slot = torch.empty(K + 1, dtype=torch.int64, device=device)  # slot K: a dump
     for take, base in ((ops != OP_LEFT, 0), (ops != OP_UP, int(n.sum()))):
         take = valid & take
-        new_col[torch.where(take, base + torch.cumsum(take, 0) - 1, K)] = v["t"]
-    new_col = new_col[:K]
+        slot[torch.where(take, base + torch.cumsum(take, 0) - 1, K)] = t
+    new_col = slot[:K]
+    col_pair = lay.kid % P
     prof_par = torch.zeros((int(W.sum()), st.n_alpha), dtype=torch.float64, device=device)
-    prof_par.index_add_(0, v["col_par"] + new_col, prof)
+    prof_par.index_add_(0, p["w_off"][col_pair] + new_col, prof)
+    # boundary c of a non-empty child: what lies left and right of it must stay adjacent (an
+    # empty child's one boundary reads slots that it then ignores)
+    bk, c = lay.bkid, lay.bpos
+    bcols, bpair = v["cols"][bk], bk % P
+    last = c == bcols
+    here = slot[(v["col_off"][bk] + torch.minimum(c, bcols - 1)).clamp_min(0)] + last
+    before = torch.where(c == 0, 0, slot[v["col_off"][bk] + (c - 1).clamp_min(0)] + 1)
+    keep = (here == before) & (~last | (here == p["W"][bpair])) & (bcols > 0)
     nbp = int((W + 1).sum())
-    here = new_col[v["cur"]] + v["last"]
-    before = torch.where(v["first"].bool(), 0, new_col[v["prev"]] + 1)
-    keep = (here == before) & ((v["last"] == 0) | (here == v["width"]))
     both_par = torch.zeros(nbp + 1, dtype=torch.int64, device=device)
-    both_par.index_add_(0, torch.where(keep, v["b_par"] + here, nbp), both[v["b_src"]])
+    both_par.index_add_(0, torch.where(keep, p["wb_off"][bpair] + here, nbp), both)
     st.alive[kids] = False
     st.store(parents, W, prof_par.to(torch.int32), both_par[:nbp], device)
     st.w[parents] = st.w[pairs[:, 0]] + st.w[pairs[:, 1]]
-    return new_col, v["elem_par"] + new_col, _ranges(st.elem[kids], cols)
+    elems = p["elem"][col_pair] + new_col
+    return new_col, elems, v["elem"][lay.kid] + lay.pos
 
 
 def _level(st, pairs, scoring, device, backend, cons=None, g=0, track=None):
     """Aligns one level's node pairs (``int64 [P, 3]``: child, child, parent) on ``device``.
 
-    Returns ``(child element ids (host), their elements in the parents (on device))``.
+    Returns ``(child element ids, their elements in the parents)``, both on ``device``.
     """
     P = len(pairs)
     kids = np.concatenate([pairs[:, 0], pairs[:, 1]])
     cols = st.cols[kids]
-    col_off = _excl(cols)
-    bnd_off = col_off + np.arange(2 * P)
     kid_w = st.w[kids]
-    prof, both = _kid_profiles(st, kids, cols, col_off, bnd_off, kid_w, device)
-    col_kid = np.repeat(np.arange(2 * P), cols)
-    v = _upload(
-        device,
-        ends=np.concatenate([bnd_off, bnd_off + cols]),
-        bnd_w=np.repeat(kid_w, cols + 1),
-        col_w=kid_w[col_kid],
-        res_at=np.arange(len(col_kid)) + col_kid + 1,
-        a_off=bnd_off[:P],
-        b_off=bnd_off[P:],
-    )
-    ends = torch.zeros_like(both, dtype=torch.bool)
-    ends[v["ends"]] = True
-    gap_open, gap_close = split_cost(open_costs(both, v["bnd_w"], ends, scoring))
+    lay = _Layout(st, kids, cols, device)
+    col_off, v = lay.col_off, lay.v
+    prof, both = _kid_profiles(st, kids, lay, device)
+    ends = (lay.bpos == 0) | (lay.bpos == v["cols"][lay.bkid])
+    gap_open, gap_close = split_cost(open_costs(both, v["w"][lay.bkid], ends, scoring))
     res = torch.zeros_like(both, dtype=torch.int32)
-    res[v["res_at"]] = residue_factors(prof.sum(1), v["col_w"])
+    res[torch.arange(lay.K, device=device) + lay.kid + 1] = residue_factors(
+        prof.sum(1), v["w"][lay.kid]
+    )
     n, m = cols[:P], cols[P:]
     S, s_off = batched_column_scores(
         prof, col_off[:P], n, col_off[P:], m, kid_w[:P], kid_w[P:], st.matrix(scoring, device)
@@ -530,19 +541,17 @@ def _level(st, pairs, scoring, device, backend, cons=None, g=0, track=None):
         torch.from_numpy(m.astype(np.int32)),
         gap_open,
         gap_close,
-        v["a_off"],
+        v["bnd_off"][:P],
         gap_open,
         gap_close,
-        v["b_off"],
+        v["bnd_off"][P:],
         scoring.gap_extend,
         GLOBAL,
         res,
         res,
         backend=backend,
     )
-    new_col, elems, kid_elems = _merge(
-        st, pairs, kids, cols, col_off, bnd_off, prof, both, info, ops, device
-    )
+    new_col, elems, kid_elems = _merge(st, pairs, kids, cols, lay, prof, both, info, ops, device)
     if track is not None:
         track.move(kids, P, col_off, new_col, pairs[:, 2])
     return kid_elems, elems
@@ -752,8 +761,8 @@ def progressive_align(
     # root's column
     up = torch.arange(st.n_elems, device=device)
     for parts in pieces.values():
-        idx = to_device(np.concatenate([k for k, _ in parts]), device)
-        up[idx] = to_device(torch.cat([torch.as_tensor(e) for _, e in parts]), device)
+        idx = torch.cat([to_device(k, device) for k, _ in parts])
+        up[idx] = torch.cat([to_device(e, device) for _, e in parts])
     for _ in range(max(1, len(forest.levels)).bit_length()):
         up = up[up]
     # each root's columns are a range of elements: a residue's column is its offset there
