@@ -417,6 +417,8 @@ class _Layout:
     def __init__(self, st: _Nodes, kids: np.ndarray, cols: np.ndarray, device: torch.device):
         n_kids, K = len(kids), int(cols.sum())
         leaf = kids < st.n_leaves
+        if not leaf.all():  # inner children aligned elsewhere (numba runs) move here first
+            st.fetch(kids[~leaf], device)
         self.K, self.nb = K, K + n_kids
         self.col_off = _excl(cols)
         self.v = _upload(
@@ -438,13 +440,10 @@ class _Layout:
         self.bpos = torch.arange(self.nb, device=device) - v["bnd_off"][self.bkid]
 
 
-def _kid_profiles(st: _Nodes, kids, lay: _Layout, device):
+def _kid_profiles(st: _Nodes, lay: _Layout, device):
     """Profiles ``float64 [K, A]`` and boundary weights ``int64 [K + 2P]`` of the level's
     children: leaves from their codes, internal nodes from their pools."""
     v = lay.v
-    inner = kids[kids >= st.n_leaves]
-    if len(inner):
-        st.fetch(inner, device)
     pool = st.pools[st.pool(device)]
     leaf = v["leaf"][lay.kid].bool()
     src = v["start"][lay.kid] + lay.pos
@@ -521,7 +520,7 @@ def _level(st, pairs, scoring, device, backend, cons=None, g=0, track=None):
     kid_w = st.w[kids]
     lay = _Layout(st, kids, cols, device)
     col_off, v = lay.col_off, lay.v
-    prof, both = _kid_profiles(st, kids, lay, device)
+    prof, both = _kid_profiles(st, lay, device)
     ends = (lay.bpos == 0) | (lay.bpos == v["cols"][lay.bkid])
     gap_open, gap_close = split_cost(open_costs(both, v["w"][lay.bkid], ends, scoring))
     res = torch.zeros_like(both, dtype=torch.int32)
