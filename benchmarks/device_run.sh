@@ -25,7 +25,8 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/device_out}
 mkdir -p "$OUT" /tmp/peers
-python3 -m pip install -q --no-index --no-deps --no-compile --no-build-isolation \
+# --upgrade: on a machine still warm from an earlier call, replace that call's torchmsa
+python3 -m pip install -q --no-index --no-deps --no-compile --no-build-isolation --upgrade \
   --target /tmp/site .whl/*.whl . >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
 for f in .debs/*.deb; do dpkg -x "$f" /tmp/peers; done
 export PATH=/tmp/peers/usr/bin:$PATH MAFFT_BINARIES=/tmp/peers/usr/lib/mafft/lib/mafft
