@@ -24,8 +24,8 @@ def to_device(x: np.ndarray | torch.Tensor, device: torch.device, dtype=None) ->
 
     A host array goes to a GPU through pinned memory, copied without waiting: torch's plain
     copy from pageable memory waits for all the work queued on the device first, so a level
-    of the progressive alignment that uploads its index arrays one by one would wait for the
-    device at each of them (about ten times per level) instead of once.
+    of the progressive alignment that uploads several arrays would wait for the device at
+    each of them instead of once.
     """
     t = torch.as_tensor(x, dtype=dtype)
     if device.type == "cuda" and t.device.type == "cpu":
