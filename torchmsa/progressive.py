@@ -410,8 +410,8 @@ class _Layout:
     boundaries ``0 .. K + 2P - 1``, each with its child and its place in that child.
 
     Only the children's own values cross from the host (``O(children)``, one copy); the
-    per-column and per-boundary indices are made on the device, where they cost microseconds
-    instead of the host's milliseconds of numpy work and copies of ``O(columns)``.
+    per-column and per-boundary indices are made on the device, not as host numpy arrays of
+    ``O(columns)`` copied up (``ab_versions-h100-bf10k-0a1a67e.md``).
     """
 
     def __init__(self, st: _Nodes, kids: np.ndarray, cols: np.ndarray, device: torch.device):

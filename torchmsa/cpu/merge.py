@@ -351,7 +351,7 @@ def merge_nodes(
             wx, wy = weights[x], weights[y]
             S = scores_threaded(kids[0], kids[2], matrix, wx, wy, occ_shift, threads)
             widths[0] = _pair_dp(lo, pairs, kids, S, ops_buf, *dp_args)
-        for k in range(hi - lo):
+        for k in range(count):
             q = lo + k
             a, b, par = pairs[q, 0], pairs[q, 1], pairs[q, 2]
             n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
