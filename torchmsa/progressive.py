@@ -407,7 +407,8 @@ def _cpu_run(
 
 class _Layout:
     """A level's children laid out in order on the device: their columns ``0 .. K-1`` and
-    boundaries ``0 .. K + 2P - 1``, each with its child and its place in that child.
+    boundaries ``0 .. K + 2P - 1``, each with its child and its place in that child. The
+    inner children must live in ``device``'s pool already (their pool rows are read here).
 
     Only the children's own values cross from the host (``O(children)``, one copy); the
     per-column and per-boundary indices are made on the device, not as host numpy arrays of
@@ -417,8 +418,6 @@ class _Layout:
     def __init__(self, st: _Nodes, kids: np.ndarray, cols: np.ndarray, device: torch.device):
         n_kids, K = len(kids), int(cols.sum())
         leaf = kids < st.n_leaves
-        if not leaf.all():  # inner children aligned elsewhere (numba runs) move here first
-            st.fetch(kids[~leaf], device)
         self.K, self.nb = K, K + n_kids
         self.col_off = _excl(cols)
         self.v = _upload(
@@ -518,6 +517,7 @@ def _level(st, pairs, scoring, device, backend, cons=None, g=0, track=None):
     kids = np.concatenate([pairs[:, 0], pairs[:, 1]])
     cols = st.cols[kids]
     kid_w = st.w[kids]
+    st.fetch(kids[kids >= st.n_leaves], device)  # inner children from numba runs move here
     lay = _Layout(st, kids, cols, device)
     col_off, v = lay.col_off, lay.v
     prof, both = _kid_profiles(st, lay, device)
