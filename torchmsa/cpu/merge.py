@@ -253,6 +253,13 @@ def add_floored(S, tile, cweight, denom):
 
 
 @njit(cache=True, nogil=True)
+def _kids(q, pairs, cols, weights, *args):
+    """Pair ``q``'s two children as ``(prof_a, both_a, prof_b, both_b)`` (:func:`_child`)."""
+    a, b = pairs[q, 0], pairs[q, 1]
+    return _child(a, cols[a], weights[a], *args) + _child(b, cols[b], weights[b], *args)
+
+
+@njit(cache=True, nogil=True)
 def _pair_dp(q, pairs, kids, S, ops, cols, weights, gap_open, ext, t_num, t_den, occ_shift, *cons):
     """Pair ``q``'s DP on its column scores ``S`` (plus its consistency tile, when ``cons``
     holds entries) into ``ops``; ``kids``: the children's profiles and boundary weights.
@@ -340,15 +347,15 @@ def merge_nodes(
         lone = count == 1 and cols[pairs[lo, 0]] * cols[pairs[lo, 1]] >= lone_cells
         for k in prange(count - int(lone)):
             q = lo + k
-            a, b = pairs[q, 0], pairs[q, 1]
-            kids = _child(a, cols[a], weights[a], *args) + _child(b, cols[b], weights[b], *args)
-            S = _scores(kids[0], kids[2], matrix, weights[a], weights[b], occ_shift)
+            kids = _kids(q, pairs, cols, weights, *args)
+            S = _scores(
+                kids[0], kids[2], matrix, weights[pairs[q, 0]], weights[pairs[q, 1]], occ_shift
+            )
             ops = ops_buf[ops_off[k] : ops_off[k + 1]]
             widths[k] = _pair_dp(q, pairs, kids, S, ops, *dp_args)
         if lone:  # one wide pair (a link of a deep chain): its column scores on every thread
-            x, y = pairs[lo, 0], pairs[lo, 1]
-            kids = _child(x, cols[x], weights[x], *args) + _child(y, cols[y], weights[y], *args)
-            wx, wy = weights[x], weights[y]
+            kids = _kids(lo, pairs, cols, weights, *args)
+            wx, wy = weights[pairs[lo, 0]], weights[pairs[lo, 1]]
             S = scores_threaded(kids[0], kids[2], matrix, wx, wy, occ_shift, threads)
             widths[0] = _pair_dp(lo, pairs, kids, S, ops_buf, *dp_args)
         for k in range(count):
