@@ -1,12 +1,23 @@
+import math
+
 import numpy as np
 import pytest
 import torch
 
 import torchmsa
-from torchmsa.consistency import WEIGHT_MAX, Consistency, local_library
+from tests import oracles
+from torchmsa.consistency import (
+    WEIGHT_MAX,
+    Consistency,
+    Library,
+    LocalScoring,
+    local_library,
+    terminal_trims,
+)
+from torchmsa.pipeline import _cut_ends, _end_block, profile_scoring
 from torchmsa.progressive import Forest, ResidueTable
 from torchmsa.scoring import get_scoring
-from torchmsa.sequences import SequenceBatch
+from torchmsa.sequences import SequenceBatch, segments
 from torchmsa.tree import build_tree
 
 AMINO = "ARNDCQEGHILKMFPSTWYV"
@@ -105,3 +116,161 @@ def test_accurate_mode_aligns_and_keeps_residues():
     assert [r.replace("-", "") for r in aln.rows] == seqs
     again = torchmsa.align(seqs, device="cpu", mode="accurate")
     assert aln.rows == again.rows
+
+
+def _random_library(rng, lengths, n_pairs):
+    """Entries of random pairs, each a run of increasing residue pairs (a local alignment)."""
+    n = len(lengths)
+    cols = {k: [] for k in "xiyjw"}
+    pairs = [(x, y) for x in range(n) for y in range(x + 1, n)]
+    for k in rng.choice(len(pairs), n_pairs, replace=False):
+        x, y = pairs[k]
+        count = int(rng.integers(1, 1 + min(lengths[x], lengths[y])))
+        i = np.sort(rng.choice(lengths[x], count, replace=False))
+        j = np.sort(rng.choice(lengths[y], count, replace=False))
+        for key, v in zip("xiyjw", (np.full(count, x), i, np.full(count, y), j, np.ones(count))):
+            cols[key].append(v)
+    t = {k: torch.from_numpy(np.concatenate(v).astype(np.int64)) for k, v in cols.items()}
+    return Library(t["x"], t["i"], t["y"], t["j"], t["w"], np.zeros((n, n)))
+
+
+def _lower_median(values):
+    return sorted(values)[(len(values) - 1) // 2] if values else 0
+
+
+def _medians(excess, n):
+    per = {s: [] for s in range(n)}
+    for (x, y), e in excess.items():
+        per[x].append(e)
+        per[y].append(-e)
+    return [_lower_median(v) for _, v in sorted(per.items())]
+
+
+def _trims_oracle(lib, codes, lengths, local, min_excess):
+    spans = {}
+    for x, i, y, j in zip(*(t.tolist() for t in (lib.x, lib.i, lib.y, lib.j))):
+        lo_i, hi_i, lo_j, hi_j = spans.get((x, y), (i, i, j, j))
+        spans[(x, y)] = (min(lo_i, i), max(hi_i, i), min(lo_j, j), max(hi_j, j))
+    matrix = local.matrix.tolist()
+    trims = []
+    for before in (True, False):
+        excess, pieces = {}, {}
+        for (x, y), (lo_i, hi_i, lo_j, hi_j) in spans.items():
+            a, b = codes[x][: lengths[x]], codes[y][: lengths[y]]
+            if before:
+                excess[x, y] = lo_i - lo_j
+                pieces[x, y] = (a[:lo_i], b[:lo_j])
+            else:
+                excess[x, y] = (lengths[x] - 1 - hi_i) - (lengths[y] - 1 - hi_j)
+                pieces[x, y] = (a[hi_i + 1 :], b[hi_j + 1 :])
+
+        med = _medians(excess, len(lengths))
+        for (x, y), e in list(excess.items()):
+            if (med[x] >= min_excess and e >= min_excess) or (
+                med[y] >= min_excess and -e >= min_excess
+            ):
+                pa, pb = pieces[x, y]
+                if pa and pb:
+                    inputs = oracles.pair_inputs(pa, pb, matrix, local.gap_open, local.gap_extend)
+                    score = oracles.align(*inputs, "local")[0]
+                    need = math.log(local.k * len(pa) * len(pb) / local.evalue) / local.lam
+                    if score >= need:
+                        excess[x, y] = 0
+        trims.append([m if m >= min_excess else 0 for m in _medians(excess, len(lengths))])
+    head, tail = trims
+    for s in range(len(lengths)):
+        if head[s] + tail[s] >= lengths[s]:
+            head[s] = tail[s] = 0
+    return head, tail
+
+
+def test_terminal_trims_match_plain_python():
+    sc = get_scoring("protein", "BLOSUM62", 11, 1)
+    mat = torch.from_numpy(sc.matrix.copy())
+    trimmed = related = 0
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        lengths = rng.integers(1, 40, 7).tolist()
+        seqs = ["".join(rng.choice(list(AMINO), n)) for n in lengths]
+        batch = SequenceBatch.from_input(seqs, "protein")
+        lib = _random_library(rng, lengths, int(rng.integers(1, 22)))
+        min_excess = int(rng.integers(1, 10))
+        evalue = float(rng.choice([1e-3, 1.0, 100.0]))
+        local = LocalScoring(mat, 11, 1, batch.alphabet.gap_code, 0.267, 0.041, evalue)
+        head, tail = terminal_trims(lib, batch.codes, batch.lengths, local, min_excess, "cpu")
+        want = _trims_oracle(lib, batch.codes.tolist(), lengths, local, min_excess)
+        assert (head.tolist(), tail.tolist()) == want
+        trimmed += int((head > 0).sum() + (tail > 0).sum())
+        unchecked = LocalScoring(mat, 11, 1, batch.alphabet.gap_code, 0.267, 0.041, 1e-300)
+        plain = terminal_trims(lib, batch.codes, batch.lengths, unchecked, min_excess, "cpu")
+        related += int(not (torch.equal(plain[0], head) and torch.equal(plain[1], tail)))
+    # the cases exercise trimming, and the related-remainder rule changing it
+    assert trimmed > 10 and related > 2
+
+
+def test_trimmed_library_keeps_entries_inside_the_spans():
+    rng = np.random.default_rng(7)
+    lengths = [40, 35, 50, 20]
+    lib = _random_library(rng, lengths, 6)
+    head, kept = torch.tensor([5, 0, 12, 3]), torch.tensor([30, 35, 20, 10])
+    cut = lib.trimmed(head, kept)
+    want = sorted(
+        (x, i - int(head[x]), y, j - int(head[y]), w)
+        for x, i, y, j, w in zip(*(t.tolist() for t in (lib.x, lib.i, lib.y, lib.j, lib.w)))
+        if 0 <= i - head[x] < kept[x] and 0 <= j - head[y] < kept[y]
+    )
+    got = sorted(zip(*(t.tolist() for t in (cut.x, cut.i, cut.y, cut.j, cut.w))))
+    assert got == want and 0 < len(got) < len(lib)
+
+
+def test_segments_are_slices():
+    seqs = ["MKVLAAGHHWPERT", "MKVLWP", "ACDEFGHIKLMNPQRSTVWY", "W"]
+    batch = SequenceBatch.from_input(seqs, "protein")
+    rows, start, count = (
+        torch.tensor([2, 0, 3, 2]),
+        torch.tensor([4, 9, 0, 19]),
+        torch.tensor([7, 5, 1, 0]),
+    )
+    got = segments(batch.codes, rows, start, count, batch.alphabet.gap_code)
+    want = SequenceBatch.from_input(
+        [seqs[r][a : a + k] for r, a, k in zip(rows.tolist(), start.tolist(), count.tolist())],
+        "protein",
+    )
+    assert got.shape == (4, 7) and torch.equal(got[:, : want.codes.shape[1]], want.codes)
+    assert (got[:, want.codes.shape[1] :] == batch.alphabet.gap_code).all()
+
+
+def test_cut_ends_and_end_blocks_round_trip():
+    rng = np.random.default_rng(5)
+    seqs = _family(4, n=5, length=40)
+    seqs = ["".join(rng.choice(list(AMINO), 25)) + s for s in seqs[:3]] + seqs[3:]
+    batch = SequenceBatch.from_input(seqs, "protein")
+    head, tail = torch.tensor([25, 25, 25, 0, 0]), torch.tensor([0, 6, 0, 9, 0])
+    cut = _cut_ends(batch, head, tail)
+    kept = [s[h : len(s) - t] for s, h, t in zip(seqs, head.tolist(), tail.tolist())]
+    assert cut.residues == kept and cut.lengths.tolist() == [len(k) for k in kept]
+    gap = batch.alphabet.gap_code
+    scoring = profile_scoring(batch.alphabet, None, None, None, 2.0)
+    heads = _end_block(batch, torch.zeros_like(head), head, scoring, "upgma", "cpu")
+    tails = _end_block(batch, batch.lengths.long() - tail, tail, scoring, "upgma", "cpu")
+    assert heads.shape[1] >= 25 and tails.shape[1] == 9  # one tail each: a ragged block
+    assert (heads[3:] == gap).all() and (tails[[0, 2, 4]] == gap).all()
+    for r, s in enumerate(seqs):
+        row = torch.cat([heads[r], cut.codes[r, : len(kept[r])], tails[r]])
+        assert torch.equal(row[row != gap], batch.codes[r, : len(s)])
+
+
+def test_accurate_mode_sets_aside_an_unshared_terminal_domain():
+    # every sequence starts with an unrelated stretch, one of them with a long one: unshared,
+    # it is aligned to nothing (otherwise the matrix offset pulls the short ones under it)
+    rng = np.random.default_rng(11)
+    seqs = [
+        "".join(rng.choice(list(AMINO), 150 if k == 2 else 30)) + s
+        for k, s in enumerate(_family(3, n=6, length=80))
+    ]
+    aln = torchmsa.align(seqs, device="cpu", mode="accurate")
+    assert [r.replace("-", "") for r in aln.rows] == seqs
+    assert aln.metadata["set_aside"] >= 150 - 30 - 10
+    others = [r for k, r in enumerate(aln.rows) if k != 2]
+    ext_cols = [c for c, a in enumerate(aln.rows[2]) if a != "-"][:100]
+    assert all(r[c] == "-" for r in others for c in ext_cols)

@@ -19,6 +19,7 @@ auto        ``accurate`` up to 200 sequences of at most 2,000 residues, ``defaul
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -39,7 +40,7 @@ from torchmsa.progressive import (
     quantize_weights,
 )
 from torchmsa.scoring import gap_cost, get_scoring, load_matrix
-from torchmsa.sequences import SequenceBatch
+from torchmsa.sequences import SequenceBatch, segments
 
 __all__ = [
     "align",
@@ -72,9 +73,13 @@ OFFSET_MAX = 4
 RETREE_BLOCK = 1 << 24
 REFINE_ROUNDS = {"default": 2, "accurate": 4}
 ACCURATE_LOCAL = ("BLOSUM62", 11, 1)  # stage-1 local alignments: matrix, gap open, extend
+# Karlin-Altschul lambda and K of those alignments' scores (BLAST's gapped BLOSUM62 11/1 values)
+ACCURATE_KARLIN = (0.267, 0.041)
 # DP units per unit of normalised consistency (64 = all pairs agree, so 16 matrix units);
 # chosen on BAliBASE's 218 full-length cases among 16, 32, 64, 128 (README, Consistency)
 CONSISTENCY_WEIGHT = 64
+TRIM_MIN = 60  # set aside terminal extensions from this median excess (consistency.terminal_trims)
+TRIM_EVALUE = 0.01  # ... unless pieces beyond a local alignment still align at this E-value
 AUTO_ACCURATE_MAX_N = 200
 AUTO_ACCURATE_MAX_LEN = 2000
 REFINE_MAX_N = 500
@@ -282,25 +287,81 @@ def _resolve_mode(mode: str, batch: SequenceBatch) -> str:
     return "default" if n <= AUTO_DEFAULT_MAX_N else "fast"
 
 
+def _cut_ends(batch: SequenceBatch, head: torch.Tensor, tail: torch.Tensor) -> SequenceBatch:
+    """``batch`` with ``head[s]`` residues cut from each sequence's start and ``tail[s]`` from
+    its end (``int64 [N]`` each, every sequence keeping at least one residue if it had any)."""
+    dev = batch.codes.device
+    kept = batch.lengths.long() - head.to(dev) - tail.to(dev)
+    rows = torch.arange(len(batch), device=dev)
+    codes = segments(batch.codes, rows, head.to(dev), kept, batch.alphabet.gap_code)
+    starts, counts = head.tolist(), kept.tolist()
+    residues = [r[a : a + k] for r, a, k in zip(batch.residues, starts, counts)]
+    return dataclasses.replace(batch, codes=codes, lengths=kept.int(), residues=residues)
+
+
+def _end_block(batch: SequenceBatch, start, count, scoring, method, impl) -> torch.Tensor:
+    """``uint8 [N, W]``: the pieces ``start[s] .. start[s] + count[s]`` of ``batch``'s sequences
+    that have one, aligned among themselves in accurate mode (a subfamily may share them); rows
+    without a piece are all gaps."""
+    dev, gap = batch.codes.device, batch.alphabet.gap_code
+    rows = torch.nonzero(count > 0)[:, 0]
+    if rows.numel() == 0:
+        return torch.full((len(batch), 0), gap, dtype=torch.uint8, device=dev)
+    at, size = start.to(dev)[rows.to(dev)], count.to(dev)[rows.to(dev)]
+    codes = segments(batch.codes, rows.to(dev), at, size, gap)
+    if rows.numel() == 1:
+        job = codes
+    else:
+        keep = rows.tolist()
+        pieces = SequenceBatch(
+            [batch.names[r] for r in keep],
+            [batch.descriptions[r] for r in keep],
+            [batch.residues[r][a : a + k] for r, a, k in zip(keep, at.tolist(), size.tolist())],
+            codes,
+            size.int(),
+            batch.alphabet,
+        )
+        job = _accurate_group([pieces], scoring, method, impl, _ProgressBar(0, False))[0][0]
+    block = torch.full((len(batch), job.shape[1]), gap, dtype=torch.uint8, device=dev)
+    block[rows.to(dev)] = job.to(device=dev, dtype=torch.uint8)
+    return block
+
+
 def _accurate_group(batches, scoring, method, impl, bar):
-    """L-INS-i style: local-alignment library, tree, consistency progressive, refinement."""
-    from torchmsa.consistency import Consistency, local_library
+    """L-INS-i style: local-alignment library, tree, consistency progressive, refinement.
+
+    Terminal extensions that a sequence's partners lack
+    (:func:`~torchmsa.consistency.terminal_trims`) are set aside before the progressive pass;
+    each end's stretches are aligned among themselves and put back as a block before (after)
+    the alignment.
+    """
+    from torchmsa.consistency import Consistency, LocalScoring, local_library, terminal_trims
     from torchmsa.refine import refine
     from torchmsa.tree import build_tree
 
     gap = batches[0].alphabet.gap_code
     name, go, ge = ACCURATE_LOCAL
-    if batches[0].alphabet.is_nucleotide:
+    protein = not batches[0].alphabet.is_nucleotide
+    if not protein:
         name = "NUC.4.4"
     sc = get_scoring(batches[0].alphabet, name, go, ge)
     mat = torch.from_numpy(sc.matrix.copy())
-    libs, trees = [], []
+    local = LocalScoring(mat, sc.gap_open, sc.gap_extend, gap, *ACCURATE_KARLIN, TRIM_EVALUE)
+    libs, trees, cuts, ends = [], [], [], []
     for b in batches:
         lib = local_library(b.codes, b.lengths, mat, sc.gap_open, sc.gap_extend, impl)
-        libs.append(lib)
         trees.append(build_tree(lib.dist, method, b.names) if len(b) > 1 else None)
+        head = tail = torch.zeros(len(b), dtype=torch.int64)
+        if protein:  # the E-values need the protein scoring's Karlin-Altschul parameters
+            head, tail = terminal_trims(lib, b.codes, b.lengths, local, TRIM_MIN, impl)
+        ends.append((head, tail))
+        if head.any() or tail.any():
+            b = _cut_ends(b, head, tail)
+            lib = lib.trimmed(head.to(lib.x.device), b.lengths.to(lib.x.device).long())
+        cuts.append(b)
+        libs.append(lib)
     sizes = [len(b) for b in batches]
-    codes, lengths = _concat(batches)
+    codes, lengths = _concat(cuts)
     weights = torch.cat(
         [
             quantize_weights(t.weights()) if t is not None else torch.ones(1, dtype=torch.int64)
@@ -312,13 +373,23 @@ def _accurate_group(batches, scoring, method, impl, bar):
     table = ResidueTable.from_batch(codes, lengths)
     widths = progressive_align(table, lengths, forest, weights, scoring, impl, bar.step, cons)
     out, first = [], 0
-    for b, lib, tree, width in zip(batches, libs, trees, widths):
+    for b, lib, tree, width, (head, tail) in zip(batches, libs, trees, widths, ends):
         job = table.codes_matrix(first, len(b), width, gap)
         w = weights[first : first + len(b)]
-        extra = {"library_entries": len(lib)}
+        extra = {"library_entries": len(lib), "set_aside": int(head.sum() + tail.sum())}
         if tree is not None and len(b) > 2:
             job, extra["refined_edges"] = refine(
                 job, tree, w, scoring, gap, REFINE_ROUNDS["accurate"], impl, lib, CONSISTENCY_WEIGHT
+            )
+        if extra["set_aside"]:  # the set-aside ends back as blocks before and after
+            last = b.lengths.cpu().long() - tail
+            job = torch.cat(
+                [
+                    _end_block(b, torch.zeros_like(head), head, scoring, method, impl),
+                    job.to(torch.uint8),
+                    _end_block(b, last, tail, scoring, method, impl),
+                ],
+                1,
             )
         out.append((job, tree, extra))
         first += len(b)

@@ -13,7 +13,7 @@ from Bio.Seq import MutableSeq, Seq
 from torchmsa.alphabet import Alphabet, encode_batch, resolve_alphabet
 from torchmsa.errors import ArgumentError, EmptyInputError
 
-__all__ = ["Record", "SequenceBatch", "as_records"]
+__all__ = ["Record", "SequenceBatch", "as_records", "segments"]
 
 # what Bio.SeqRecord.SeqRecord holds when no description was given
 _NO_DESCRIPTION = "<unknown description>"
@@ -232,3 +232,13 @@ class SequenceBatch:
             alphabet=alphabet,
         )
         return batch.to(device)
+
+
+def segments(
+    codes: torch.Tensor, rows: torch.Tensor, start: torch.Tensor, count: torch.Tensor, gap: int
+) -> torch.Tensor:
+    """``uint8 [P, max(count)]``: residues ``start[p] .. start[p] + count[p]`` of row ``rows[p]``
+    of ``codes`` (int64 index tensors on its device), padded with ``gap``."""
+    pos = torch.arange(int(count.max()) if count.numel() else 0, device=codes.device)
+    at = (start[:, None] + pos).clamp(max=max(0, codes.shape[1] - 1))
+    return torch.where(pos < count[:, None], codes[rows].gather(1, at), gap)
