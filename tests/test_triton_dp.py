@@ -245,6 +245,22 @@ def test_gpu_mixed_lengths_up_to_2000(mode):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+def test_gpu_lone_pairs_per_length_class(mode):
+    # one to three pairs per call, mostly each in a length class of its own: nearly all of a
+    # program's slots are idle and must not read past their launch's query profile or
+    # horizontal buffers. The first call's shapes (accurate mode's remainder alignments)
+    # hit an illegal address on an H100 before idle slots were kept in bounds.
+    rng = np.random.default_rng(40 + mode)
+    mat = torch.from_numpy(get_scoring("protein").matrix.copy())
+    _check_pairwise("cuda", rng, [44, 10], [181, 106], mat, 11, 1, mode)
+    for _ in range(150):
+        k = int(rng.integers(1, 4))
+        la, lb = rng.integers(1, 400, k), rng.integers(1, 400, k)
+        _check_pairwise("cuda", rng, la, lb, mat, 11, 1, mode)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 def test_gpu_profile_real_sizes(mode):
     rng = np.random.default_rng(30 + mode)
     ns = np.concatenate([rng.integers(1, 700, 20), [0, 1, 700]])

@@ -342,7 +342,8 @@ def _dp_fill_kernel(
     if PROFILE:
         s_base = tl.load(sc_off_ptr + p, mask=m_slot, other=0)[:, None]
     else:
-        s_base = (o_slot * A * WPR)[:, None]  # the query profile is in slot order
+        # the query profile is in slot order; a block's idle slots read slot 0's, not past it
+        s_base = (tl.where(m_slot, o_slot, 0) * A * WPR)[:, None]
     if PROFILE:
         a_base = tl.load(a_off_ptr + p, mask=m_slot, other=0)[:, None]
         b_base = tl.load(b_off_ptr + p, mask=m_slot, other=0)[:, None]
@@ -429,7 +430,7 @@ def _dp_fill_kernel(
                 g_h = tl.gather(out_h, src_lane, 1)
                 g_f = tl.gather(out_f, src_lane, 1)
                 lane0 = q == 0
-                m_hb = lane0 & act & (kp > 0)
+                m_hb = lane0 & act & (kp > 0) & strip_ok  # a pair past its rows has no buffer
                 hb_h = tl.load(hb_h_ptr + hb_base + (j - 1), mask=m_hb, other=0)
                 hb_f = tl.load(hb_f_ptr + hb_base + (j - 1), mask=m_hb, other=0)
                 if PROFILE:
