@@ -253,7 +253,7 @@ def test_gpu_lone_pairs_per_length_class(mode):
     rng = np.random.default_rng(40 + mode)
     mat = torch.from_numpy(get_scoring("protein").matrix.copy())
     _check_pairwise("cuda", rng, [44, 10], [181, 106], mat, 11, 1, mode)
-    for _ in range(150):
+    for _ in range(40):
         k = int(rng.integers(1, 4))
         la, lb = rng.integers(1, 400, k), rng.integers(1, 400, k)
         _check_pairwise("cuda", rng, la, lb, mat, 11, 1, mode)
