@@ -7,10 +7,15 @@ import torch
 import torchmsa
 from tests import oracles
 from torchmsa.consistency import (
+    ENTRY_FLOOR,
+    ENTRY_WINDOW,
     WEIGHT_MAX,
+    WINDOW_DEN,
+    WINDOW_NUM,
     Consistency,
     Library,
     LocalScoring,
+    _window_scores,
     local_library,
     terminal_trims,
 )
@@ -41,38 +46,122 @@ def _library(seqs):
     return batch, local_library(batch.codes, batch.lengths, mat, 11, 1, backend="cpu")
 
 
-def test_library_entries_are_the_local_alignments():
-    seqs = _family(0)
+def _aligned_pairs(r):
+    """Aligned residue pairs ``(i, j)`` of a pairwise result, in alignment order, and whether
+    each pair follows the previous one without a gap between them."""
+    i, j, pairs, joined, gap = r.a_range[0], r.b_range[0], [], [], True
+    for a, b in zip(*r.aligned):
+        if a != "-" and b != "-":
+            pairs.append((i, j))
+            joined.append(not gap)
+            gap = False
+        else:
+            gap = True
+        i += a != "-"
+        j += b != "-"
+    return pairs, joined
+
+
+def _oracle_weights(pairs, joined, sa, sb, matrix, letters):
+    """The library weight of each aligned pair, by the rule in local_library's docstring."""
+    if not pairs:
+        return []
+    same = sum(sa[i] == sb[j] for i, j in pairs)
+    ident = (same * WEIGHT_MAX + len(pairs) // 2) // len(pairs)
+    score = [matrix[letters.index(sa[i])][letters.index(sb[j])] for i, j in pairs]
+    block, k = [], -1
+    for joined_here in joined:
+        k += not joined_here
+        block.append(k)
+    out = []
+    for e in range(len(pairs)):
+        win = sum(
+            score[f]
+            for f in range(max(0, e - ENTRY_WINDOW), min(len(pairs), e + ENTRY_WINDOW + 1))
+            if block[f] == block[e]
+        )
+        out.append(min(WEIGHT_MAX, max(0, ident + (win * WINDOW_NUM) // WINDOW_DEN - ENTRY_FLOOR)))
+    return out
+
+
+def test_window_scores_match_plain_python():
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        pair, i, j = [], [], []
+        for p in range(int(rng.integers(1, 5))):
+            a = b = 0
+            for _ in range(int(rng.integers(1, 30))):
+                step = int(rng.integers(1, 3))  # 2: a gap before this pair
+                a += step
+                b += 1 if step == 1 else int(rng.integers(1, 3))
+                pair.append(p)
+                i.append(a)
+                j.append(b)
+        score = rng.integers(-4, 12, len(pair))
+        half = int(rng.integers(0, 6))
+        got = _window_scores(*(torch.tensor(v) for v in (pair, i, j, score)), half).tolist()
+        want = []
+        for e in range(len(pair)):
+            lo = e
+            while lo > 0 and (pair[lo - 1], i[lo - 1] + 1, j[lo - 1] + 1) == (
+                pair[lo],
+                i[lo],
+                j[lo],
+            ):
+                lo -= 1
+            hi = e
+            while hi + 1 < len(pair) and (pair[hi + 1], i[hi + 1], j[hi + 1]) == (
+                pair[hi],
+                i[hi] + 1,
+                j[hi] + 1,
+            ):
+                hi += 1
+            want.append(int(score[max(lo, e - half) : min(hi, e + half) + 1].sum()))
+        assert got == want
+
+
+def test_library_entries_are_the_global_alignments_with_window_weights():
+    seqs = _family(0) + ["".join(np.random.default_rng(9).choice(list(AMINO), 25))]
     batch, lib = _library(seqs)
+    sc = get_scoring("protein", "BLOSUM62", 11, 1)
+    letters = batch.alphabet.letters
+    matrix = sc.matrix.tolist()
     n = len(seqs)
+    spans, weights = {}, set()
+    for x, y, ilo, ihi, jlo, jhi in lib.spans.tolist():
+        spans[x, y] = (ilo, ihi, jlo, jhi)
     for x in range(n):
         for y in range(x + 1, n):
-            r = torchmsa.pairwise_align(
+            loc = torchmsa.pairwise_align(
                 seqs[x], seqs[y], mode="local", gap_open=11, gap_extend=1, device="cpu"
             )
-            i, j, pairs, same = r.a_range[0], r.b_range[0], [], 0
-            for a, b in zip(*r.aligned):
-                if a != "-" and b != "-":
-                    pairs.append((i, j))
-                    same += a == b
-                i += a != "-"
-                j += b != "-"
+            pairs, _ = _aligned_pairs(loc)
+            if pairs:  # the local alignment's first and last aligned pair
+                want_span = (pairs[0][0], pairs[-1][0], pairs[0][1], pairs[-1][1])
+                assert spans.pop((x, y)) == want_span
+            glob = torchmsa.pairwise_align(
+                seqs[x], seqs[y], mode="semiglobal", gap_open=11, gap_extend=1, device="cpu"
+            )
+            pairs, joined = _aligned_pairs(glob)
+            w = _oracle_weights(pairs, joined, seqs[x], seqs[y], matrix, letters)
+            want = sorted((i, j, v) for (i, j), v in zip(pairs, w) if v > 0)
             sel = (lib.x == x) & (lib.y == y)
-            got = sorted(zip(lib.i[sel].tolist(), lib.j[sel].tolist()))
-            w = round(same * WEIGHT_MAX / len(pairs)) if pairs else 0
-            assert got == (sorted(pairs) if w > 0 else [])
-            if w > 0:
-                assert set(lib.w[sel].tolist()) == {
-                    (same * WEIGHT_MAX + len(pairs) // 2) // len(pairs)
-                }
+            got = sorted(zip(lib.i[sel].tolist(), lib.j[sel].tolist(), lib.w[sel].tolist()))
+            assert got == want, (x, y)
+            weights.update(v for *_, v in want)
             selfs = [
                 torchmsa.pairwise_align(
                     s, s, mode="local", gap_open=11, gap_extend=1, traceback=False
                 ).score
                 for s in (seqs[x], seqs[y])
             ]
-            want = min(1.0, max(0.0, 1 - r.score / max(1, min(selfs))))
-            assert lib.dist[x, y] == pytest.approx(want) and lib.dist[y, x] == lib.dist[x, y]
+            want_d = min(1.0, max(0.0, 1 - loc.score / max(1, min(selfs))))
+            assert lib.dist[x, y] == pytest.approx(want_d) and lib.dist[y, x] == lib.dist[x, y]
+    assert not spans
+    # the weights vary within alignments and some entries are left out (the unrelated sequence)
+    assert len(weights) > 10 and len(lib) < sum(
+        len(seqs[x]) for x in range(n) for _ in range(x + 1, n)
+    )
 
 
 def test_level_tiles_match_brute_force():

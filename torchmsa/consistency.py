@@ -1,9 +1,10 @@
-"""Accurate mode's library: all-pairs local alignments and the consistency scores built on them.
+"""Accurate mode's library: all-pairs alignments and the consistency scores built on them.
 
 Stage 1 of L-INS-i (seed 000): every pair of sequences is aligned locally (affine Smith-Waterman,
-batched on the device). Each pair's aligned residues form library entries ``(x, i, y, j, w)``
-with an integer weight from the pair's identity over its aligned region; the local scores give
-distances for the guide tree.
+batched on the device), whose scores give distances for the guide tree and whose spans mark
+terminal extensions, and end-gap-free globally, whose aligned residues form library entries
+``(x, i, y, j, w)`` with an integer weight from the pair's identity and the substitution scores
+around each entry (:func:`local_library`).
 
 When two groups A and B are aligned, the consistency tile is
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from torchmsa.cpu.dp import LOCAL, OP_LEFT, OP_MATCH, OP_UP
+from torchmsa.cpu.dp import LOCAL, OP_LEFT, OP_MATCH, OP_UP, SEMIGLOBAL
 from torchmsa.ops.pairwise import pairwise_align_codes, pairwise_score_codes
 from torchmsa.sequences import segments
 
@@ -34,6 +35,11 @@ __all__ = [
 ]
 
 WEIGHT_MAX = 64
+# an entry's weight: its pair's identity weight plus WINDOW_NUM / WINDOW_DEN of the substitution
+# scores within ENTRY_WINDOW residue pairs of it, less ENTRY_FLOOR (local_library; README)
+ENTRY_WINDOW = 4
+WINDOW_NUM, WINDOW_DEN = 4, 5
+ENTRY_FLOOR = 12
 BATCH_CELLS = 1 << 22  # pairs per local-alignment call times their ops width
 
 
@@ -60,6 +66,9 @@ class Library:
             ``y[e]`` (``x < y``).
         w: ``int64 [E]`` weights in ``1 .. WEIGHT_MAX``.
         dist: ``float64 [N, N]`` distances ``1 - score / min(self scores)``, clipped to [0, 1].
+        spans: ``int64 [P, 6]``: each aligned pair's local alignment, ``x, y, i_lo, i_hi, j_lo,
+            j_hi`` (its first and last aligned residues), entries of weight 0 included;
+            ``None``: taken from the entries.
     """
 
     x: torch.Tensor
@@ -68,6 +77,7 @@ class Library:
     j: torch.Tensor
     w: torch.Tensor
     dist: np.ndarray
+    spans: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.x.numel())
@@ -102,6 +112,41 @@ def _entries(ops, info, codes_a, codes_b):
     return pair, ii, jj, same
 
 
+def _window_scores(pair, i, j, score, half: int) -> torch.Tensor:
+    """Per aligned residue pair (in alignment order), the summed substitution score of the
+    pairs within ``half`` steps of it inside its gapless block (int64)."""
+    n = pair.numel()
+    dev = pair.device
+    if n == 0:
+        return torch.zeros(0, dtype=torch.int64, device=dev)
+    idx = torch.arange(n, device=dev)
+    new = torch.ones(n, dtype=torch.bool, device=dev)
+    new[1:] = (pair[1:] != pair[:-1]) | (i[1:] != i[:-1] + 1) | (j[1:] != j[:-1] + 1)
+    start = torch.cummax(torch.where(new, idx, 0), 0).values
+    last = torch.ones(n, dtype=torch.bool, device=dev)
+    last[:-1] = new[1:]
+    end = n - 1 - torch.cummax(torch.where(last, n - 1 - idx, 0).flip(0), 0).values.flip(0)
+    cs = torch.zeros(n + 1, dtype=torch.int64, device=dev)
+    cs[1:] = torch.cumsum(score.long(), 0)
+    lo = torch.maximum(idx - half, start)
+    hi = torch.minimum(idx + half, end) + 1
+    return cs[hi] - cs[lo]
+
+
+def _entry_weights(pair, i, j, same, codes_a, codes_b, n_pairs, matrix) -> torch.Tensor:
+    """``int64 [E]``: each aligned residue pair's library weight (see :func:`local_library`)."""
+    matched = torch.zeros(n_pairs, dtype=torch.int64, device=pair.device)
+    matched.index_add_(0, pair, torch.ones_like(pair))
+    ident = torch.zeros_like(matched)
+    ident.index_add_(0, pair, same.long())
+    # the pair's identity over its aligned residues, in 1/WEIGHT_MAX steps
+    w_pair = (ident * WEIGHT_MAX + matched // 2) // matched.clamp_min(1)
+    score = matrix[codes_a[pair, i].long(), codes_b[pair, j].long()]
+    window = _window_scores(pair, i, j, score, ENTRY_WINDOW)
+    near = (window * WINDOW_NUM).div(WINDOW_DEN, rounding_mode="floor")
+    return (w_pair[pair] + near - ENTRY_FLOOR).clamp(0, WEIGHT_MAX)
+
+
 def local_library(
     codes: torch.Tensor,
     lengths: torch.Tensor,
@@ -110,11 +155,22 @@ def local_library(
     gap_extend: int,
     backend: str = "auto",
 ) -> Library:
-    """All-pairs local alignments of ``codes`` (``uint8 [N, L]``) into a :class:`Library`.
+    """Stage 1: all-pairs alignments of ``codes`` (``uint8 [N, L]``) into a :class:`Library`.
+
+    Every pair is aligned twice with the same scoring. Its local alignment (affine
+    Smith-Waterman) gives the distance ``1 - score / min(self scores)`` and the span where the
+    two sequences' homology is plain (``Library.spans``, read by :func:`terminal_trims`). Its
+    end-gap-free global alignment gives the entries: every aligned residue pair, weighted by
+    the pair's identity over its aligned residues (``0 .. WEIGHT_MAX``) plus
+    ``WINDOW_NUM / WINDOW_DEN`` of the substitution scores summed over the residue pair and its
+    ``ENTRY_WINDOW`` neighbours on each side inside its gapless block, less ``ENTRY_FLOOR``,
+    clamped to ``0 .. WEIGHT_MAX``; entries of weight 0 are left out. The window score is what
+    tells a right residue pair from a wrong one within an alignment (README, Consistency), and
+    it lets the global alignment's stretches that are not homologous weigh nothing.
 
     Arguments:
         codes, lengths: the sequences (a SequenceBatch's tensors).
-        matrix: ``int32 [A, A]`` substitution scores for the local alignments.
+        matrix: ``int32 [A, A]`` substitution scores of the pairwise alignments.
         gap_open, gap_extend: their affine gap costs.
         backend: DP backend.
     """
@@ -130,13 +186,15 @@ def local_library(
     )
     xs, ys = torch.triu_indices(n, n, 1, device=device)
     parts = {k: [] for k in "xiyjw"}
+    spans = []
     dist = torch.zeros(n, n, dtype=torch.float64, device=device)
     step = max(1, BATCH_CELLS // max(1, 2 * codes.shape[1]))
     for lo in range(0, xs.numel(), step):
         bx, by = xs[lo : lo + step], ys[lo : lo + step]
         ca, cb = codes[bx], codes[by]
+        la, lb = lengths[bx], lengths[by]
         info, ops = pairwise_align_codes(
-            ca, lengths[bx], cb, lengths[by], mat, gap_open, gap_extend, LOCAL, backend=backend
+            ca, la, cb, lb, mat, gap_open, gap_extend, LOCAL, backend=backend
         )
         info, ops = info.to(device), ops.to(device)
         score = info[:, 0].long()
@@ -144,14 +202,19 @@ def local_library(
         d = (1.0 - score.double() / denom.double()).clamp(0.0, 1.0)
         dist[bx, by] = d
         dist[by, bx] = d
-        pair, i, j, same = _entries(ops, info, ca, cb)
-        matched = torch.zeros(bx.numel(), dtype=torch.int64, device=device)
-        matched.index_add_(0, pair, torch.ones_like(pair))
-        ident = torch.zeros_like(matched)
-        ident.index_add_(0, pair, same.long())
-        # integer weight per pair: identity over the aligned region, in 1/WEIGHT_MAX steps
-        w_pair = (ident * WEIGHT_MAX + matched // 2) // matched.clamp_min(1)
-        w = w_pair[pair]
+        pair, i, j, _ = _entries(ops, info, ca, cb)
+        if pair.numel():  # first and last aligned pair of each local alignment
+            first = torch.ones_like(pair, dtype=torch.bool)
+            first[1:] = pair[1:] != pair[:-1]
+            last = torch.ones_like(first)
+            last[:-1] = first[1:]
+            p0 = pair[first]
+            spans.append(torch.stack([bx[p0], by[p0], i[first], i[last], j[first], j[last]], 1))
+        info, ops = pairwise_align_codes(
+            ca, la, cb, lb, mat, gap_open, gap_extend, SEMIGLOBAL, backend=backend
+        )
+        pair, i, j, same = _entries(ops.to(device), info.to(device), ca, cb)
+        w = _entry_weights(pair, i, j, same, ca, cb, bx.numel(), mat)
         keep = w > 0
         parts["x"].append(bx[pair][keep])
         parts["y"].append(by[pair][keep])
@@ -162,11 +225,16 @@ def local_library(
         k: torch.cat(v) if v else torch.zeros(0, dtype=torch.int64, device=device)
         for k, v in parts.items()
     }
-    return Library(cat["x"], cat["i"], cat["y"], cat["j"], cat["w"], dist.cpu().numpy())
+    span = torch.cat(spans).cpu().numpy() if spans else np.zeros((0, 6), np.int64)
+    return Library(
+        cat["x"], cat["i"], cat["y"], cat["j"], cat["w"], dist.cpu().numpy(), span.astype(np.int64)
+    )
 
 
 def _pair_spans(lib: Library, n: int):
     """Each library pair ``(x, y)`` and its entries' span: ``x, y, i_lo, i_hi, j_lo, j_hi``."""
+    if lib.spans is not None:
+        return list(lib.spans.T)
     x, i, y, j = (t.cpu().numpy() for t in (lib.x, lib.i, lib.y, lib.j))
     pair, inv = np.unique(x * n + y, return_inverse=True)
     out = [pair // n, pair % n]
@@ -242,9 +310,9 @@ def terminal_trims(
     """
     n = int(lengths.numel())
     zero = torch.zeros(n, dtype=torch.int64)
-    if len(lib) == 0:
-        return zero, zero.clone()
     x, y, ilo, ihi, jlo, jhi = _pair_spans(lib, n)
+    if len(x) == 0:
+        return zero, zero.clone()
     length = lengths.cpu().numpy().astype(np.int64)
     owner = np.concatenate([x, y])
     out = []
