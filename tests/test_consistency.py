@@ -349,6 +349,34 @@ def test_cut_ends_and_end_blocks_round_trip():
         assert torch.equal(row[row != gap], batch.codes[r, : len(s)])
 
 
+def test_small_end_blocks_go_to_the_host_under_the_automatic_backend(monkeypatch):
+    # the pieces of a job on a GPU make a job of their own; a small one runs on the host, as a
+    # small job does, unless the backend was chosen explicitly
+    from torchmsa import pipeline
+
+    seqs = ["".join(np.random.default_rng(k).choice(list(AMINO), 30)) for k in range(3)]
+    batch = SequenceBatch.from_input(seqs, "protein")
+    scoring = profile_scoring(batch.alphabet, None, None, None, 2.0)
+    seen = []
+    real = pipeline._accurate_group
+
+    def spy(batches, scoring, method, impl, bar, host_small=False):
+        seen.append((impl, batches[0].codes.device.type))
+        return real(batches, scoring, method, "cpu", bar, host_small)
+
+    monkeypatch.setattr(pipeline, "_accurate_group", spy)
+    start, count = torch.zeros(3, dtype=torch.int64), torch.tensor([20, 0, 25])
+    for host_small, cells, want in (
+        (True, 1 << 27, "cpu"),
+        (True, -1, "triton"),
+        (False, 1 << 27, "triton"),
+    ):
+        monkeypatch.setattr(pipeline, "HOST_ACCURATE_CELLS", cells)
+        block = _end_block(batch, start, count, scoring, "upgma", "triton", host_small)
+        assert seen.pop() == (want, "cpu")
+        assert (block[1] == batch.alphabet.gap_code).all() and block.shape[1] >= 25
+
+
 def test_accurate_mode_sets_aside_an_unshared_terminal_domain():
     # every sequence starts with an unrelated stretch, one of them with a long one: unshared,
     # it is aligned to nothing (otherwise the matrix offset pulls the short ones under it)

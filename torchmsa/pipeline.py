@@ -299,10 +299,14 @@ def _cut_ends(batch: SequenceBatch, head: torch.Tensor, tail: torch.Tensor) -> S
     return dataclasses.replace(batch, codes=codes, lengths=kept.int(), residues=residues)
 
 
-def _end_block(batch: SequenceBatch, start, count, scoring, method, impl) -> torch.Tensor:
+def _end_block(
+    batch: SequenceBatch, start, count, scoring, method, impl, host_small=False
+) -> torch.Tensor:
     """``uint8 [N, W]``: the pieces ``start[s] .. start[s] + count[s]`` of ``batch``'s sequences
     that have one, aligned among themselves in accurate mode (a subfamily may share them); rows
-    without a piece are all gaps."""
+    without a piece are all gaps. With ``host_small``, pieces that make a host-sized job
+    (:func:`_host_job`) are aligned on the host whatever ``batch``'s device, as small jobs are
+    (the same alignment, without a GPU's launches and waits)."""
     dev, gap = batch.codes.device, batch.alphabet.gap_code
     rows = torch.nonzero(count > 0)[:, 0]
     if rows.numel() == 0:
@@ -321,19 +325,21 @@ def _end_block(batch: SequenceBatch, start, count, scoring, method, impl) -> tor
             size.int(),
             batch.alphabet,
         )
+        if host_small and impl != "cpu" and _host_job(pieces, "accurate"):
+            pieces, impl = pieces.to(torch.device("cpu")), "cpu"
         job = _accurate_group([pieces], scoring, method, impl, _ProgressBar(0, False))[0][0]
     block = torch.full((len(batch), job.shape[1]), gap, dtype=torch.uint8, device=dev)
     block[rows.to(dev)] = job.to(device=dev, dtype=torch.uint8)
     return block
 
 
-def _accurate_group(batches, scoring, method, impl, bar):
-    """L-INS-i style: local-alignment library, tree, consistency progressive, refinement.
+def _accurate_group(batches, scoring, method, impl, bar, host_small=False):
+    """L-INS-i style: all-pairs library, tree, consistency progressive, refinement.
 
     Terminal extensions that a sequence's partners lack
     (:func:`~torchmsa.consistency.terminal_trims`) are set aside before the progressive pass;
     each end's stretches are aligned among themselves and put back as a block before (after)
-    the alignment.
+    the alignment (:func:`_end_block`, which ``host_small`` is passed to).
     """
     from torchmsa.consistency import Consistency, LocalScoring, local_library, terminal_trims
     from torchmsa.refine import refine
@@ -385,9 +391,9 @@ def _accurate_group(batches, scoring, method, impl, bar):
             last = b.lengths.cpu().long() - tail
             job = torch.cat(
                 [
-                    _end_block(b, torch.zeros_like(head), head, scoring, method, impl),
+                    _end_block(b, torch.zeros_like(head), head, scoring, method, impl, host_small),
                     job.to(torch.uint8),
-                    _end_block(b, last, tail, scoring, method, impl),
+                    _end_block(b, last, tail, scoring, method, impl, host_small),
                 ],
                 1,
             )
@@ -415,14 +421,15 @@ def _second_pass(mode: str, method: str) -> bool:
     return mode == "default" and method not in ("lcs", "parttree")
 
 
-def _align_group(batches, chosen, firsts, scoring, tree, impl, bar):
+def _align_group(batches, chosen, firsts, scoring, tree, impl, bar, host_small=False):
     """Align jobs that share an alphabet and a mode, each under its first-tree method
-    (``firsts``); returns (codes, tree, extra meta) each."""
+    (``firsts``); returns (codes, tree, extra meta) each. ``host_small``: accurate mode's
+    set-aside ends go to the host when small (:func:`_end_block`)."""
     from torchmsa.tree import tree_from_tensor
 
     method = _linkage(tree)
     if chosen == "accurate":
-        return _accurate_group(batches, scoring, method, impl, bar)
+        return _accurate_group(batches, scoring, method, impl, bar, host_small)
     gap = batches[0].alphabet.gap_code
     trees = [_first_tree(b, f, impl) if len(b) > 1 else None for b, f in zip(batches, firsts)]
     done = _progressive_jobs(batches, trees, scoring, impl, bar.step)
@@ -502,7 +509,9 @@ def align_many(
         group = [batches[j] for j in idx]
         group_firsts = [firsts[j] for j in idx]
         group_impl = impl if place == dev else resolve_backend(backend, place)
-        done = _align_group(group, mode_j, group_firsts, scoring, tree, group_impl, bar)
+        done = _align_group(
+            group, mode_j, group_firsts, scoring, tree, group_impl, bar, backend == "auto"
+        )
         for j, (codes, guide, extra) in zip(idx, done):
             results[j] = (codes.to(dev), guide, extra)
     bar.close()
