@@ -8,9 +8,10 @@ default     fast, then distances from that alignment -> new tree -> second pass 
             two rounds of refinement (MAFFT FFT-NS-2 style, plus light refinement); above
             :data:`LCS_MIN_N` sequences LCS distances -> single linkage -> one pass
             (FAMSA's guide tree; ``tree="lcs"`` asks for it at any size)
-accurate    all-pairs local alignments -> distances and a consistency library -> tree ->
-            progressive pass with consistency -> refinement until no edge gains (at most
-            4 rounds; MAFFT L-INS-i style)
+accurate    all-pairs local alignments -> distances and terminal set-aside; all-pairs
+            end-gap-free global alignments -> consistency library -> tree -> progressive
+            pass with consistency -> refinement until no edge gains (at most 4 rounds) ->
+            set-aside ends back as blocks (MAFFT L-INS-i style)
 auto        ``accurate`` up to 200 sequences of at most 2,000 residues, ``default`` up to
             20,000 sequences, ``fast`` with a PartTree guide tree above; the choice is in
             ``Alignment.metadata["mode"]``
