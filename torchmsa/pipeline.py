@@ -331,7 +331,8 @@ def _end_block(
         )
         if host_small and impl != "cpu" and _host_job(pieces, "accurate"):
             pieces, impl = pieces.to(torch.device("cpu")), "cpu"
-        job = _accurate_group([pieces], scoring, method, impl, _ProgressBar(0, False))[0][0]
+        bar = _ProgressBar(0, False)
+        job = _accurate_group([pieces], scoring, method, impl, bar, host_small)[0][0]
     block = torch.full((len(batch), job.shape[1]), gap, dtype=torch.uint8, device=dev)
     block[rows.to(dev)] = job.to(device=dev, dtype=torch.uint8)
     return block
