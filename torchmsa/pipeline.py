@@ -308,9 +308,9 @@ def _end_block(
 ) -> torch.Tensor:
     """``uint8 [N, W]``: the pieces ``start[s] .. start[s] + count[s]`` of ``batch``'s sequences
     that have one, aligned among themselves in accurate mode (a subfamily may share them); rows
-    without a piece are all gaps. With ``host_small``, pieces that make a host-sized job
-    (:func:`_host_job`) are aligned on the host whatever ``batch``'s device, as small jobs are
-    (the same alignment, without a GPU's launches and waits)."""
+    without a piece are all gaps. ``host_small`` (GPU work under the automatic backend, as in
+    :func:`align_many`): pieces that make a host-sized job (:func:`_host_job`) are aligned on
+    the host whatever ``batch``'s device (the same alignment, without a GPU's launches)."""
     dev, gap = batch.codes.device, batch.alphabet.gap_code
     rows = torch.nonzero(count > 0)[:, 0]
     if rows.numel() == 0:
@@ -329,7 +329,7 @@ def _end_block(
             size.int(),
             batch.alphabet,
         )
-        if host_small and impl != "cpu" and _host_job(pieces, "accurate"):
+        if host_small and _host_job(pieces, "accurate"):
             pieces, impl = pieces.to(torch.device("cpu")), "cpu"
         bar = _ProgressBar(0, False)
         job = _accurate_group([pieces], scoring, method, impl, bar, host_small)[0][0]
@@ -493,10 +493,8 @@ def align_many(
     chosen = [_resolve_mode(mode, b) for b in batches]
     # on a GPU under the automatic backend, a small job runs wholly on the host (its launches
     # and copies would cost more than its work); its tensors come back to the device
-    places = [
-        host if backend == "auto" and dev.type == "cuda" and _host_job(b, m) else dev
-        for b, m in zip(batches, chosen)
-    ]
+    host_small = backend == "auto" and dev.type == "cuda"
+    places = [host if host_small and _host_job(b, m) else dev for b, m in zip(batches, chosen)]
     batches = [b.to(p) for b, p in zip(batches, places)]
     offsets = [job_offset(b.alphabet, len(b)) for b in batches]
     groups: dict[tuple[str, str, torch.device, float], list[int]] = {}
@@ -514,9 +512,7 @@ def align_many(
         group = [batches[j] for j in idx]
         group_firsts = [firsts[j] for j in idx]
         group_impl = impl if place == dev else resolve_backend(backend, place)
-        done = _align_group(
-            group, mode_j, group_firsts, scoring, tree, group_impl, bar, backend == "auto"
-        )
+        done = _align_group(group, mode_j, group_firsts, scoring, tree, group_impl, bar, host_small)
         for j, (codes, guide, extra) in zip(idx, done):
             results[j] = (codes.to(dev), guide, extra)
     bar.close()
