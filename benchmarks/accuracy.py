@@ -2,38 +2,42 @@
 
     python -m benchmarks.accuracy --dataset balibase3 [--cases BB,RV20] [--limit N]
         [--tools torchmsa-default,mafft-linsi,...] [--mode default,fast] [--threads T]
-        [--device auto] [--timeout S] [--out DIR]
+        [--device auto] [--timeout S] [--config NAME=VALUE] [--policy NAME=VALUE] [--out DIR]
 
 Runs every tool on every selected case of ``shared/benchmarks/<dataset>``, one tool at a time,
-each with ``--threads`` threads, and scores the result with :mod:`torchmsa.metrics`: the test
-alignment is first restricted to the reference's rows (the large-family protocol; a no-op for
-BAliBASE), then SP and TC are taken over the ``core.txt`` columns when the case has one.
-A tool failing on a case is recorded and the run goes on.
+each with ``--threads`` threads, and scores the result (``benchmarks.harness.score``: the test
+alignment restricted to the reference's rows, SP and TC over the ``core.txt`` columns when the
+case has them). A tool failing on a case is recorded and the run goes on. ``--config`` and
+``--policy`` (repeatable) run torchmsa under changed settings (``consistency.weight=16``).
 
-Writes ``accuracy-<dataset>.csv`` (per tool and reference set: cases, failures, mean SP, mean
-TC, summed seconds), ``accuracy-<dataset>.md`` (the same as one table) and
-``accuracy-<dataset>-cases.csv`` (one row per tool and case) into ``--out``
-(``benchmarks/results`` by default). Means are over the cases a tool aligned; totals are means
-over all those cases, not means of the set means.
+Appends one row per tool and case to ``accuracy.csv`` in ``--out`` (``benchmarks/results``)
+and prints SP, TC and time per tool and reference set (means over the cases a tool aligned).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import sys
 from pathlib import Path
 
-from benchmarks.common import (
+from benchmarks.harness import (
     DATA_DIR,
     RESULTS_DIR,
     Timer,
-    add_settings_option,
-    apply_settings,
+    add_settings_options,
+    align_kwargs,
+    append_rows,
+    case_files,
+    load_cases,
+    markdown_table,
+    parsed_settings,
     run_metadata,
-    write_results,
+    score,
+    select_cases,
+    set_threads,
+    settings_columns,
 )
 from benchmarks.peers import (
     DEFAULT_PEERS,
@@ -44,82 +48,25 @@ from benchmarks.peers import (
     run_peer,
 )
 from torchmsa.errors import TorchMSAError
-from torchmsa.metrics import restrict_to_reference, score_alignment
 
 TORCHMSA_MODES = ("fast", "default", "accurate", "auto")
-
-
-def load_cases(dataset_dir: Path) -> list[dict[str, str]]:
-    """Rows of ``cases.tsv``; ``ref_set`` is filled with ``"all"`` where the dataset has none."""
-    path = dataset_dir / "cases.tsv"
-    if not path.is_file():
-        sys.exit(f"error: {path} not found; is --dataset right and is the data in {DATA_DIR}?")
-    with open(path, newline="") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    for row in rows:
-        row.setdefault("ref_set", "all")
-    return rows
-
-
-def select_cases(cases: list[dict], tokens: list[str], limit: int | None) -> list[dict]:
-    """Cases matching any token, then ``limit`` of them at evenly spaced positions.
-
-    A token matches a case whose name or reference set equals it, or whose name starts with it
-    followed by a digit: ``BB`` selects ``BB11001`` but not ``BBS11001``; ``BB12`` selects the
-    full-length RV12 cases.
-    """
-
-    def hit(case: dict, token: str) -> bool:
-        name = case["case"]
-        if token in (name, case["ref_set"]):
-            return True
-        return name.startswith(token) and name[len(token) : len(token) + 1].isdigit()
-
-    chosen = [c for c in cases if not tokens or any(hit(c, t) for t in tokens)]
-    if limit is not None and 0 < limit < len(chosen):
-        n = len(chosen)
-        picks = sorted(
-            {round(i * (n - 1) / (limit - 1)) for i in range(limit)} if limit > 1 else {0}
-        )
-        chosen = [chosen[i] for i in picks]
-    return chosen
-
-
-def case_files(dataset_dir: Path, case: str) -> tuple[Path, Path, Path | None]:
-    """Input FASTA (plain or gzipped), reference, core mask (``None`` when absent)."""
-    inp = dataset_dir / f"{case}.in.fasta"
-    if not inp.exists():
-        inp = dataset_dir / f"{case}.in.fasta.gz"
-    core = dataset_dir / f"{case}.core.txt"
-    return inp, dataset_dir / f"{case}.ref.fasta", core if core.exists() else None
 
 
 class TorchMSARunner:
     """``torchmsa.align`` in one mode, with its thread count set and a warm-up before timing."""
 
-    def __init__(self, mode: str, device: str, threads: int, warmup: Path | None):
-        import torchmsa
-
-        if not hasattr(torchmsa, "align"):
-            raise PeerNotInstalled(
-                "torchmsa.align does not exist yet in this checkout (the pipeline is not "
-                "implemented); run the peers only with --tools"
-            )
+    def __init__(self, mode: str, device: str, threads: int, warmup: Path | None, kwargs: dict):
         import torch
 
-        torch.set_num_threads(threads)
-        try:
-            import numba
+        import torchmsa
 
-            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        except ImportError:
-            pass
-        self.align, self.mode, self.device = torchmsa.align, mode, device
+        set_threads(threads)
+        self.align, self.mode, self.device, self.kwargs = torchmsa.align, mode, device, kwargs
         self.cuda = device != "cpu" and torch.cuda.is_available()
         if warmup is not None:
             # compiles numba / Triton kernels so the first timed case does not pay for it
             try:
-                self.align(str(warmup), mode=mode, device=device)
+                self.align(str(warmup), mode=mode, device=device, **kwargs)
             except Exception as exc:  # the cases themselves will record the failure
                 print(
                     f"torchmsa-{mode} warm-up failed: {type(exc).__name__}: {exc}", file=sys.stderr
@@ -127,7 +74,7 @@ class TorchMSARunner:
 
     def __call__(self, in_path: Path) -> tuple[list[str], list[str], float]:
         with Timer(cuda=self.cuda) as t:
-            aln = self.align(str(in_path), mode=self.mode, device=self.device)
+            aln = self.align(str(in_path), mode=self.mode, device=self.device, **self.kwargs)
         return list(aln.names), list(aln.rows), t.seconds
 
 
@@ -135,7 +82,7 @@ def _size(path: Path) -> int:
     return path.stat().st_size
 
 
-def run_tool(tool: str, cases: list[dict], dataset_dir: Path, args) -> list[dict]:
+def run_tool(tool: str, cases: list[dict], dataset_dir: Path, args, kwargs: dict) -> list[dict]:
     """One row per case for ``tool``; errors are recorded in the ``error`` field."""
     rows: list[dict] = []
     runner = None
@@ -145,7 +92,8 @@ def run_tool(tool: str, cases: list[dict], dataset_dir: Path, args) -> list[dict
             # the smallest input of the run: enough to compile every kernel, cheap to align
             warm = min((case_files(dataset_dir, c["case"])[0] for c in cases), key=_size)
         try:
-            runner = TorchMSARunner(tool.removeprefix("torchmsa-"), args.device, args.threads, warm)
+            mode = tool.removeprefix("torchmsa-")
+            runner = TorchMSARunner(mode, args.device, args.threads, warm, kwargs)
         except PeerNotInstalled as exc:
             print(f"skipping {tool}: {exc}", file=sys.stderr)
             return rows
@@ -155,8 +103,9 @@ def run_tool(tool: str, cases: list[dict], dataset_dir: Path, args) -> list[dict
             "dataset": args.dataset,
             "case": case["case"],
             "ref_set": case["ref_set"],
-            "n_seqs": case.get("nseq") or case.get("nseq_in", ""),
             "tool": tool,
+            "mode": tool.removeprefix("torchmsa-") if runner is not None else "",
+            "n_seqs": case.get("nseq") or case.get("nseq_in", ""),
             "threads": args.threads,
             "sp": math.nan,
             "tc": math.nan,
@@ -169,9 +118,8 @@ def run_tool(tool: str, cases: list[dict], dataset_dir: Path, args) -> list[dict
             else:
                 names, aligned, seconds = run_peer(tool, inp, args.threads, args.timeout)
             row["seconds"] = round(seconds, 4)
-            test = restrict_to_reference(list(zip(names, aligned)), ref)
-            s = score_alignment(test, ref, core)
-            row.update(sp=round(s.sp, 6), tc=round(s.tc, 6))
+            sp, tc = score(names, aligned, ref, core)
+            row.update(sp=round(sp, 6), tc=round(tc, 6))
         except PeerNotInstalled as exc:
             print(f"skipping {tool}: {exc}", file=sys.stderr)
             return []
@@ -276,8 +224,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--out", type=Path, default=RESULTS_DIR, help=f"output folder (default {RESULTS_DIR})"
     )
-    add_settings_option(p)
+    add_settings_options(p)
     args = p.parse_args(argv)
+    args.settings = parsed_settings(p, args)
     modes = [m for m in args.mode.split(",") if m]
     bad = [m for m in modes if m not in TORCHMSA_MODES]
     if bad:
@@ -298,7 +247,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    apply_settings(args.set)
     dataset_dir = args.data / args.dataset
     cases = select_cases(
         load_cases(dataset_dir), [t for t in args.cases.split(",") if t], args.limit
@@ -307,29 +255,22 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"error: no case of {args.dataset} matches --cases {args.cases!r}")
     ref_sets = list(dict.fromkeys(c["ref_set"] for c in cases))
     status = peer_status()
+    meta = run_metadata(None if args.device == "auto" else args.device)
+    settings = settings_columns(*args.settings)
     rows: list[dict] = []
     for tool in args.tool_list:
-        rows += run_tool(tool, cases, dataset_dir, args)
+        mine = run_tool(tool, cases, dataset_dir, args, align_kwargs(*args.settings))
+        for row in mine:
+            row.update(settings if tool.startswith("torchmsa-") else {})
+            row["tool_version"] = status.get(tool, "")
+        # after every tool, so a run cut short keeps what it finished
+        path = append_rows("accuracy", mine, meta, args.out)
+        rows += mine
     if not rows:
         sys.exit("error: no tool could run; see the messages above")
-    meta = run_metadata(None if args.device == "auto" else args.device)
-    summary = summarise(rows, ref_sets)
-    tools_md = "\n".join(
-        f"- {t}: {status.get(t, 'torchmsa ' + meta['commit'])}"
-        for t in dict.fromkeys(r["tool"] for r in rows)
-    )
-    header = (
-        f"Dataset `{args.dataset}`: {len(cases)} cases, {args.threads} threads per tool, "
-        f"torchmsa device `{args.device}`. SP and TC in percent (mean over the cases a tool "
-        f"aligned), scored with `torchmsa.metrics` on the reference's core columns where the "
-        f"dataset marks them; time is the summed wall-clock seconds of those cases.\n\n{tools_md}\n"
-    )
-    name = f"accuracy-{args.dataset}"
-    _, md = write_results(name, summary, header, args.out, meta, wide_table(summary, ref_sets))
-    write_results(f"{name}-cases", rows, out_dir=args.out, metadata=meta, markdown=False)
     print()
-    print(md.read_text().split("\n\n", 2)[-1] if md else "")
-    print(f"wrote {md} and {args.out / (name + '.csv')}, {args.out / (name + '-cases.csv')}")
+    print(markdown_table(wide_table(summarise(rows, ref_sets), ref_sets)))
+    print(f"appended {len(rows)} rows to {path}")
     return 0
 
 

@@ -2,11 +2,13 @@
 
     python -m benchmarks.e2e_gpu --datasets balibase3,balifam1000 [--tools ...] [--threads 16]
         [--cases BB RV30 ...] [--shard K/N] [--limit N] [--mode default] [--timeout S]
-        [--warm] [--name e2e_gpu] [--out DIR]
+        [--warm] [--config NAME=VALUE] [--policy NAME=VALUE] [--out DIR]
 
 ``--cases`` keeps the cases matching any token (as in ``benchmarks.accuracy``); ``--shard K/N``
 keeps every N-th of them from the K-th (0-based), so a long table can be run in several calls of
-the device's 10-minute limit and merged by ``python -m benchmarks.merge_results``. ``--warm``
+the device's 10-minute limit; give the calls one ``TORCHMSA_RUN`` id and their rows count as
+one run (``python -m benchmarks.tools.merge_results`` appends the rows a device call brought
+back to ``benchmarks/results/e2e_gpu.csv``). ``--warm``
 aligns every case once, untimed, before torchmsa is timed: on a fresh machine the first calls
 compile Triton kernels (one per launch shape) and numba functions into on-disk caches that later
 runs reuse, so the timed pass is the steady state; the warm-up's wall time is reported as
@@ -24,8 +26,9 @@ Tools:
 * peers (``mafft-auto``, ``famsa``, ``clustalo``, ``kalign`` ...): ``--threads`` threads each.
 
 Every alignment is checked (names, residues) and scored against the reference (restricted to
-the reference's rows, core columns). Writes ``<name>.csv``/``.md`` (per tool and dataset: cases,
-failures, mean SP and TC, wall seconds) and ``<name>-cases.csv``.
+the reference's rows, core columns). Appends one row per tool and case to ``e2e_gpu.csv`` in
+``--out``, and one ``summary`` row per tool and dataset (wall time, warm-up, overheads); prints
+the summaries.
 """
 
 from __future__ import annotations
@@ -40,29 +43,28 @@ from pathlib import Path
 import numba
 import torch
 
-from benchmarks.accuracy import case_files, load_cases, select_cases
-from benchmarks.common import (
+from benchmarks.harness import (
     DATA_DIR,
     RESULTS_DIR,
     Timer,
-    add_settings_option,
-    apply_settings,
+    add_settings_options,
+    align_kwargs,
+    append_rows,
+    case_files,
+    load_cases,
+    markdown_table,
+    parsed_settings,
     run_metadata,
-    write_results,
+    score,
+    select_cases,
+    settings_columns,
+    small_case,
 )
 from benchmarks.peers import PeerFailed, PeerNotInstalled, run_peer
+from torchmsa import align, align_many
 from torchmsa.io import read_sequences
-from torchmsa.metrics import restrict_to_reference, score_alignment
-from torchmsa.pipeline import align, align_many
 
-SMALL_N, SMALL_LEN = 20, 600  # "small case" for the overhead target (150 of BAliBASE's 386)
 DEFAULT_TOOLS = "torchmsa-gpu-batch,torchmsa-gpu,torchmsa-cpu,mafft-auto,famsa,clustalo,kalign"
-
-
-def _score(names, rows, ref, core):
-    test = restrict_to_reference(list(zip(names, rows)), ref)
-    s = score_alignment(test, ref, core)
-    return s.sp, s.tc
 
 
 def _check(aln, inp):
@@ -85,13 +87,16 @@ def _kernel_seconds(fn) -> float:
     return total_us / 1e6
 
 
-def _row(dataset, case, tool, threads):
+def _row(dataset, case, tool, args):
+    torchmsa = tool.startswith("torchmsa")
     return {
         "dataset": dataset,
         "case": case["case"],
         "ref_set": case.get("ref_set", "all"),
         "tool": tool,
-        "threads": threads,
+        "mode": args.mode if torchmsa else "",
+        **(args.columns if torchmsa else {}),
+        "threads": args.threads,
         "sp": math.nan,
         "tc": math.nan,
         "seconds": math.nan,
@@ -101,36 +106,19 @@ def _row(dataset, case, tool, threads):
     }
 
 
-def small_case(case) -> bool:
-    """A small case: at most :data:`SMALL_N` sequences of at most :data:`SMALL_LEN` residues
-    (from ``cases.tsv``)."""
-    try:
-        return int(case["nseq"]) <= SMALL_N and int(case["max_len"]) <= SMALL_LEN
-    except (KeyError, ValueError):
-        return False
-
-
-def pick_cases(table: list[dict], spec: str) -> list[dict]:
-    """``all`` cases of a ``cases.tsv`` table, the ``small`` ones (:func:`small_case`), or
-    those a comma list of names, prefixes or reference sets selects (``select_cases``)."""
-    if spec in ("all", "small"):
-        return [c for c in table if spec == "all" or small_case(c)]
-    return select_cases(table, spec.split(","), None)
-
-
 def run_torchmsa_batch(dataset, cases, ddir, args) -> tuple[list[dict], float, float]:
     files = [case_files(ddir, c["case"]) for c in cases]
     inputs = [str(f[0]) for f in files]
     with Timer(cuda=True) as warm:  # compile and warm up
-        align_many(inputs if args.warm else inputs[:2], device="cuda", mode=args.mode)
+        align_many(inputs if args.warm else inputs[:2], device="cuda", mode=args.mode, **args.kw)
     with Timer(cuda=True) as t:
-        alns = align_many(inputs, device="cuda", mode=args.mode)
+        alns = align_many(inputs, device="cuda", mode=args.mode, **args.kw)
     rows = []
     for case, (inp, ref, core), aln in zip(cases, files, alns):
-        row = _row(dataset, case, "torchmsa-gpu-batch", args.threads)
+        row = _row(dataset, case, "torchmsa-gpu-batch", args)
         try:
             _check(aln, inp)
-            row["sp"], row["tc"] = _score(aln.names, aln.rows, ref, core)
+            row["sp"], row["tc"] = score(aln.names, aln.rows, ref, core)
         except Exception as exc:  # recorded, not fatal
             row["error"] = f"{type(exc).__name__}: {exc}"[:300]
         rows.append(row)
@@ -143,17 +131,17 @@ def run_torchmsa(dataset, cases, ddir, args, device) -> tuple[list[dict], float,
     smallest = min(files, key=lambda f: f[0].stat().st_size)[0]
     with Timer(cuda=device == "cuda") as warm:  # compile and warm up
         for inp in [f[0] for f in files] if args.warm else [smallest]:
-            align(str(inp), device=device, mode=args.mode)
+            align(str(inp), device=device, mode=args.mode, **args.kw)
     rows, wall = [], 0.0
     for case, (inp, ref, core) in zip(cases, files):
-        row = _row(dataset, case, tool, args.threads)
+        row = _row(dataset, case, tool, args)
         try:
             with Timer(cuda=device == "cuda") as t:
-                aln = align(str(inp), device=device, mode=args.mode)
+                aln = align(str(inp), device=device, mode=args.mode, **args.kw)
             row["seconds"] = round(t.seconds, 4)
             wall += t.seconds
             _check(aln, inp)
-            row["sp"], row["tc"] = _score(aln.names, aln.rows, ref, core)
+            row["sp"], row["tc"] = score(aln.names, aln.rows, ref, core)
         except Exception as exc:  # recorded, not fatal
             row["error"] = f"{type(exc).__name__}: {exc}"[:300]
         rows.append(row)
@@ -165,7 +153,9 @@ def run_torchmsa(dataset, cases, ddir, args, device) -> tuple[list[dict], float,
         # afterwards (results/probes-small-cases.md), so no profiled case precedes a timed one
         for row, (inp, _, _) in zip(rows, files):
             if not row["error"]:
-                kern = _kernel_seconds(lambda p=str(inp): align(p, device=device, mode=args.mode))
+                kern = _kernel_seconds(
+                    lambda p=str(inp): align(p, device=device, mode=args.mode, **args.kw)
+                )
                 row["overhead_s"] = round(row["seconds"] - kern, 4)
     return rows, wall, warm.seconds
 
@@ -174,12 +164,12 @@ def run_peer_tool(dataset, cases, ddir, tool, args) -> tuple[list[dict], float]:
     rows, wall = [], 0.0
     for case in cases:
         inp, ref, core = case_files(ddir, case["case"])
-        row = _row(dataset, case, tool, args.threads)
+        row = _row(dataset, case, tool, args)
         try:
             names, aligned, seconds = run_peer(tool, inp, args.threads, args.timeout)
             row["seconds"] = round(seconds, 4)
             wall += seconds
-            row["sp"], row["tc"] = _score(names, aligned, ref, core)
+            row["sp"], row["tc"] = score(names, aligned, ref, core)
         except PeerNotInstalled as exc:
             print(f"skipping {tool}: {exc}", file=sys.stderr)
             return [], math.nan
@@ -196,9 +186,13 @@ def summary(rows, dataset, tool, wall, warmup=math.nan) -> dict:
     ok = [r for r in rows if not r["error"]]
     over = [r["overhead_s"] for r in ok if not math.isnan(r["overhead_s"])]
     small = [r["overhead_s"] for r in ok if r["small"] and not math.isnan(r["overhead_s"])]
+    first = rows[0] if rows else {}
+    keep = ("mode", "config", "policy", "budget", "threads")
     return {
+        "scope": "summary",
         "dataset": dataset,
         "tool": tool,
+        **{k: first[k] for k in keep if k in first},
         "cases": len(rows),
         "failures": len(rows) - len(ok),
         "sp": statistics.fmean(r["sp"] for r in ok) if ok else math.nan,
@@ -240,27 +234,16 @@ def main(argv=None) -> int:
         help="align every case once, untimed, before timing torchmsa (fills the kernel caches)",
     )
     ap.add_argument("--data", default=str(DATA_DIR))
-    ap.add_argument("--name", default="e2e_gpu")
     ap.add_argument("--out", default=str(RESULTS_DIR))
-    add_settings_option(ap)
+    add_settings_options(ap)
     args = ap.parse_args(argv)
-    apply_settings(args.set)
+    settings = parsed_settings(ap, args)
+    args.kw, args.columns = align_kwargs(*settings), settings_columns(*settings)
     shard, n_shards = _shard(args.shard)
     numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     torch.set_num_threads(args.threads)
     meta = run_metadata("cuda" if torch.cuda.is_available() else "cpu")
-    header = (
-        f"torchmsa mode `{args.mode}`; peers and torchmsa-cpu with {args.threads} threads "
-        f"on the same machine's CPU. Cases: {' '.join(args.cases) or 'all'}, shard "
-        f"{args.shard}. wall_s: summed per-case wall time (one align_many "
-        f"call for torchmsa-gpu-batch). Overhead: wall minus GPU kernel time per case, "
-        f"measured after every case was timed; small cases: at most {SMALL_N} sequences of "
-        f"at most {SMALL_LEN} residues. "
-        f"warmup_s: torchmsa's untimed warm-up before timing (Triton and numba compile into "
-        f"their on-disk caches on a fresh machine), "
-        f"{'every case once (--warm)' if args.warm else 'one case'}.\n"
-    )
-    all_rows, sums = [], []
+    sums = []
     for dataset in args.datasets.split(","):
         ddir = Path(args.data) / dataset
         cases = select_cases(load_cases(ddir), args.cases, args.limit)[shard::n_shards]
@@ -276,16 +259,12 @@ def main(argv=None) -> int:
                 rows, wall = run_peer_tool(dataset, cases, ddir, tool, args)
             if not rows:
                 continue
-            all_rows += rows
             sums.append(summary(rows, dataset, tool, wall, warmup))
             print(f"== {dataset} {tool}: {sums[-1]} ({time.perf_counter() - t0:.0f} s)", flush=True)
             # after every tool, so a run cut short by a time limit keeps what it finished
-            write_results(args.name, sums, header, out_dir=args.out, metadata=meta)
-            write_results(
-                f"{args.name}-cases", all_rows, out_dir=args.out, metadata=meta, markdown=False
-            )
-    for s in sums:
-        print(s)
+            append_rows("e2e_gpu", [*rows, sums[-1]], meta, args.out)
+    cols = ["dataset", "tool", "cases", "failures", "sp", "tc", "wall_s", "median_overhead_ms"]
+    print(markdown_table(sums, cols))
     return 0
 
 

@@ -1,7 +1,7 @@
 """GPU shared 6-mer counts (Triton): all pairs of 100,000 sequences, the 5,000 x 100,000 block.
 
     python -m benchmarks.kmer_gpu [--quick] [--n 100000] [--length 300] [--refs 5000]
-        [--methods matrix,lists] [--compare-n 20000] [--repeats 3] [--sweep] [--real]
+        [--methods matrix,lists] [--compare-n 20000] [--repeats 3] [--real]
         [--out DIR] [--device cuda]
 
 Data: ``--n`` synthetic proteins of ``--length`` +- 10% residues in clusters of 100 around
@@ -17,8 +17,6 @@ checked warm-up run, from id lists already on the GPU unless said otherwise:
   neighbour consumer keeps); the N x N matrix (40 GB at N = 100,000) is never stored.
 * ``block`` with method ``pairs``: the first 500 rows of the block as a list of pairs, a merge
   walk of two sorted id lists per pair (the kernel PartTree uses for scattered pairs).
-* ``kernel``: the block's product alone on prebuilt strips: our Triton GEMM against
-  ``torch._int_mm`` (cuBLAS int8), with effective int8 TOPS (``2 M N K / t``).
 
 Both methods (``matrix``: int8 tensor-core products of indicator matrices; ``lists``: each
 sequence's key list looked up in the other set's indicator, seed 002) run the block and an
@@ -28,7 +26,8 @@ against the numba CPU path, sampled rows of the block and of the all-pairs pass,
 all-pairs row sums and maxima of those rows, against the numba CPU counts.
 
 ``--device cpu`` runs the same code in Triton's interpreter, for a smoke test with tiny
-``--n`` (the times mean nothing there).
+``--n`` (the times mean nothing there). Appends one row per measurement to ``kmer_gpu.csv`` in
+``--out`` (``benchmarks/results``).
 """
 
 from __future__ import annotations
@@ -41,13 +40,12 @@ import sys
 import numpy as np
 import torch
 
-from benchmarks.common import DATA_DIR, Timer, run_metadata, write_results
+from benchmarks.harness import DATA_DIR, Timer, append_rows, markdown_table, run_metadata
 from benchmarks.pairwise_cpu import AMINO, FREQ
 from torchmsa.alphabet import PROTEIN
-from torchmsa.cpu import kmer as cpu_kmer
 from torchmsa.io import read_sequences
 from torchmsa.ops import kmer_stream
-from torchmsa.ops.kmer import reduced_map
+from torchmsa.ops.kmer import kmer_ids, pair_counts, reduced_map, shared_counts
 from torchmsa.sequences import SequenceBatch
 
 REAL_CASES = [("homfam", "zf-CCHH"), ("homfam", "rrm")]
@@ -132,7 +130,7 @@ def all_pairs(ids, n, method, capture=None):
 
 def _verify_all_pairs(ids, n, cpu_ids, cpu_n, method, rows):
     sums, maxima, kept, tiles = all_pairs(ids, n, method, torch.as_tensor(rows, device=ids.device))
-    want = cpu_kmer.shared_counts(cpu_ids[rows], cpu_n[rows], cpu_ids, cpu_n)
+    want = shared_counts(cpu_ids[rows], cpu_n[rows], cpu_ids, cpu_n, "cpu")
     want[torch.arange(len(rows)), torch.as_tensor(rows)] = -1
     _check(f"all-pairs rows ({method})", kept, want)
     _check(f"all-pairs row sums ({method})", sums[rows], want.sum(1) + 1)
@@ -140,9 +138,9 @@ def _verify_all_pairs(ids, n, cpu_ids, cpu_n, method, rows):
     return tiles
 
 
-def _block(ids, n, refs, method, config=None):
+def _block(ids, n, refs, method):
     out = torch.empty((refs, ids.shape[0]), dtype=torch.int32, device=ids.device)
-    tiles = kmer_stream.count_tiles(ids[:refs], n[:refs], ids, n, method=method, config=config)
+    tiles = kmer_stream.count_tiles(ids[:refs], n[:refs], ids, n, method=method)
     for r0, c0, t in tiles:
         out[r0 : r0 + t.shape[0], c0 : c0 + t.shape[1]] = t
     return out
@@ -168,14 +166,12 @@ def bench_set(case, seqs, args, methods, rows, full_all_pairs=True) -> None:
     batch = SequenceBatch.from_input(seqs, "protein")
     reduced = reduced_map(PROTEIN)
     codes, lengths = batch.codes.to(DEVICE), batch.lengths.to(DEVICE)
-    from torchmsa._triton import kmer as tk
-
-    ids, n = tk.kmer_ids(codes, lengths, reduced, 6)
-    cpu_ids, cpu_n = cpu_kmer.kmer_ids(batch.codes, batch.lengths, reduced, 6)
+    ids, n = kmer_ids(codes, lengths, reduced, 6, "triton")
+    cpu_ids, cpu_n = kmer_ids(batch.codes, batch.lengths, reduced, 6, "cpu")
     _check("k-mer ids", ids, cpu_ids)
     _check("k-mer counts", n, cpu_n)
     total = len(seqs)
-    sec = _median(lambda: tk.kmer_ids(codes, lengths, reduced, 6), args.repeats)
+    sec = _median(lambda: kmer_ids(codes, lengths, reduced, 6, "triton"), args.repeats)
     rows.append(_row(case, "ids", "", total, 1, sec))
     rng = np.random.default_rng(1)
     k = kmer_stream.key_columns(ids, n).k
@@ -183,7 +179,7 @@ def bench_set(case, seqs, args, methods, rows, full_all_pairs=True) -> None:
     for m in methods if refs < total else []:
         block = _block(ids, n, refs, m)
         sample = np.sort(rng.choice(refs, min(64, refs), replace=False))
-        want = cpu_kmer.shared_counts(cpu_ids[sample], cpu_n[sample], cpu_ids, cpu_n)
+        want = shared_counts(cpu_ids[sample], cpu_n[sample], cpu_ids, cpu_n, "cpu")
         _check(f"block rows ({m})", block[sample], want)
         del block
         _, peak = _peak(lambda m=m: _block(ids, n, refs, m))
@@ -206,79 +202,21 @@ def bench_set(case, seqs, args, methods, rows, full_all_pairs=True) -> None:
             f"{case} all pairs of {size} {m}: {sec:.3f} s, {tiles} tiles, peak {peak:.1f} GiB",
             flush=True,
         )
-    if refs < total and args.kernels:
-        _kernel_rows(case, ids, n, refs, args, rows)
 
 
 def _merge_row(case, ids, n, cpu_ids, cpu_n, few, args, rows) -> None:
     """The block's first ``few`` rows as a list of pairs, one merge walk each (the
     ``pair_counts`` kernel that PartTree uses for scattered pairs)."""
-    from torchmsa._triton import kmer as tk
-
     total = ids.shape[0]
     p = torch.arange(few, device=ids.device).repeat_interleave(total)
     q = torch.arange(total, device=ids.device).repeat(few)
-    got = tk.pair_counts(ids, n, ids, n, p, q).view(few, total)
-    _check(
-        "pair merge rows", got[:8], cpu_kmer.shared_counts(cpu_ids[:8], cpu_n[:8], cpu_ids, cpu_n)
-    )
-    sec = _median(lambda: tk.pair_counts(ids, n, ids, n, p, q), args.repeats)
+    got = pair_counts(ids, n, ids, n, p, q, "triton").view(few, total)
+    k = min(8, few)
+    want = shared_counts(cpu_ids[:k], cpu_n[:k], cpu_ids, cpu_n, "cpu")
+    _check("pair merge rows", got[:k], want)
+    sec = _median(lambda: pair_counts(ids, n, ids, n, p, q, "triton"), args.repeats)
     rows.append(_row(case, "block", "pairs (merge walk per pair)", few, total, sec))
     print(f"{case} block {few} x {total} as pairs: {sec:.3f} s", flush=True)
-
-
-def _kernel_rows(case, ids, n, refs, args, rows) -> None:
-    from torchmsa._triton import kmer as tk
-
-    kc = kmer_stream.key_columns(ids[:refs], n[:refs], ids, n)
-    align = kmer_stream.ALIGN
-    k_pad = -(-kc.k // align) * align
-    pad = lambda x: -(-x // align) * align  # noqa: E731
-    xa = kmer_stream._strip(kc.cols_a, 0, refs, k_pad, pad(refs), False)
-    xb = kmer_stream._strip(kc.cols_b, 0, ids.shape[0], k_pad, pad(ids.shape[0]), False)
-    total = ids.shape[0]
-    want = _block(ids, n, refs, "matrix")
-    out = torch.empty((refs, total), dtype=torch.int32, device=ids.device)
-    configs = tk.GEMM_CONFIGS if args.sweep else tk.GEMM_CONFIGS[:1]
-    for cfg in configs:
-        run = lambda cfg=cfg: tk.gemm_tile(xa, xb, out, refs, total, False, cfg)  # noqa: E731
-        try:
-            run()
-            _check(f"GEMM kernel {cfg}", out, want)
-        except Mismatch:
-            raise
-        except Exception as exc:  # a config that does not compile on this GPU is reported
-            rows.append(
-                {
-                    "case": case,
-                    "what": "kernel",
-                    "method": f"triton {cfg}",
-                    "error": f"{type(exc).__name__}: {exc}"[:200],
-                }
-            )
-            continue
-        sec = _median(run, args.repeats)
-        tops = 2 * pad(refs) * pad(total) * k_pad / sec / 1e12
-        rows.append(_row(case, "kernel", f"triton {cfg}", refs, total, sec, tops=tops))
-        print(f"kernel triton {cfg}: {sec * 1e3:.1f} ms, {tops:.0f} TOPS", flush=True)
-    try:
-        ref = torch._int_mm(xa, xb.t())
-        _check("torch._int_mm", ref[:refs, :total], want)
-        sec = _median(lambda: torch._int_mm(xa, xb.t()), args.repeats)
-        tops = 2 * pad(refs) * pad(total) * k_pad / sec / 1e12
-        rows.append(_row(case, "kernel", "cuBLAS torch._int_mm", refs, total, sec, tops=tops))
-        print(f"kernel cuBLAS int8: {sec * 1e3:.1f} ms, {tops:.0f} TOPS", flush=True)
-    except Mismatch:
-        raise
-    except Exception as exc:
-        rows.append(
-            {
-                "case": case,
-                "what": "kernel",
-                "method": "cuBLAS torch._int_mm",
-                "error": f"{type(exc).__name__}: {exc}"[:200],
-            }
-        )
 
 
 def main(argv=None) -> int:
@@ -289,8 +227,6 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default="matrix,lists")
     ap.add_argument("--compare-n", type=int, default=20_000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--sweep", action="store_true", help="time every GEMM config")
-    ap.add_argument("--no-kernels", dest="kernels", action="store_false")
     ap.add_argument("--real", action="store_true", help="also all pairs of large HomFam cases")
     ap.add_argument("--quick", action="store_true", help="20,000 sequences, 1 repeat")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
@@ -326,23 +262,10 @@ def main(argv=None) -> int:
     except Mismatch as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    header = (
-        "Shared Dayhoff-6 6-mer counts on the GPU, checked against the numba CPU counts "
-        "before timing. Times: median wall-clock seconds of "
-        f"{args.repeats} runs from id lists on the GPU; peak_gib: torch peak allocated "
-        "memory of one run. See the module docstring of benchmarks/kmer_gpu.py for what each "
-        "row times.\n"
-    )
-    meta = run_metadata(str(DEVICE))
-    write_results("kmer_gpu", rows, header, out_dir=args.out, metadata=meta)
-    for r in rows:
-        if "error" in r:
-            print(f"{r['case']:<28} {r['what']:<10} {r['method']:<34} error: {r['error']}")
-        else:
-            print(
-                f"{r['case']:<28} {r['what']:<10} {r['method']:<34} {r['seconds']:9.4f} s  "
-                f"{r['gpairs_per_s']:8.2f} Gpairs/s  peak {r['peak_gib']:.2f} GiB"
-            )
+    path = append_rows("kmer_gpu", rows, run_metadata(str(DEVICE)), args.out)
+    cols = ["case", "what", "method", "n_a", "n_b", "seconds", "gpairs_per_s", "peak_gib"]
+    print(markdown_table(rows, cols))
+    print(f"appended {len(rows)} rows to {path}")
     return 0
 
 

@@ -2,7 +2,8 @@
 
     python -m benchmarks.large_families [--quick] [--cases balifam10000:PF00687,homfam:rrm]
         [--tools torchmsa-auto,torchmsa-lcs,torchmsa-fast,torchmsa-parttree,famsa,mafft-auto,...]
-        [--threads 16] [--device auto] [--timeout 900] [--out DIR]
+        [--threads 16] [--device auto] [--timeout 900] [--config NAME=VALUE]
+        [--policy NAME=VALUE] [--out DIR]
 
 Cases: the balifam10000 cases (10,006-10,142 sequences) and the largest HomFam cases (rhv
 17,976, rrm 27,610, zf-CCHH 88,345 sequences); ``--quick``: balifam10000 PF00687 (10,006
@@ -23,7 +24,8 @@ the reference (large-family protocol, ``benchmarks.accuracy``), and for torchmsa
 memory that torch allocated. A warm-up alignment of 300 sequences compiles the kernels first.
 Checks before timing, exit status 1 on a mismatch: for each case, shared 6-mer counts of 64
 sampled sequences against all and of 20,000 sampled pairs (Triton against numba); after each
-torchmsa run, every aligned row without gaps equals its input sequence.
+torchmsa run, every aligned row without gaps equals its input sequence. Appends one row per
+case and tool to ``large_families.csv`` in ``--out`` (``benchmarks/results``).
 """
 
 from __future__ import annotations
@@ -32,17 +34,26 @@ import argparse
 import math
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from benchmarks.common import DATA_DIR, Timer, run_metadata, write_results
-from benchmarks.peers import PEERS, PeerFailed, PeerNotInstalled, plain_fasta, run_peer
+from benchmarks import harness
+from benchmarks.harness import (
+    Timer,
+    add_settings_options,
+    align_kwargs,
+    append_rows,
+    markdown_table,
+    parsed_settings,
+    run_metadata,
+    score,
+    settings_columns,
+)
+from benchmarks.peers import PEERS, PeerFailed, PeerNotInstalled, run_peer
 from torchmsa.errors import TorchMSAError
 from torchmsa.io import read_sequences
-from torchmsa.metrics import restrict_to_reference, score_alignment
 
 CASES = [
     ("balifam10000", "PF00687"),
@@ -80,11 +91,7 @@ class Mismatch(RuntimeError):
 
 
 def case_files(dataset: str, case: str) -> tuple[Path, Path, Path | None]:
-    base = DATA_DIR / dataset
-    inp = base / f"{case}.in.fasta"
-    inp = inp if inp.exists() else base / f"{case}.in.fasta.gz"
-    core = base / f"{case}.core.txt"
-    return inp, base / f"{case}.ref.fasta", core if core.exists() else None
+    return harness.case_files(harness.DATA_DIR / dataset, case)
 
 
 def check_counts(path: Path, device: str) -> None:
@@ -109,7 +116,7 @@ def check_counts(path: Path, device: str) -> None:
         raise Mismatch(f"{path.name}: Triton and CPU shared 6-mer counts differ")
 
 
-def run_torchmsa(tool: str, path: Path, device: str):
+def run_torchmsa(tool: str, path: Path, device: str, kwargs: dict):
     import torchmsa
 
     mode, tree = TORCHMSA[tool]
@@ -118,7 +125,7 @@ def run_torchmsa(tool: str, path: Path, device: str):
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     with Timer(cuda=cuda) as t:
-        aln = torchmsa.align(str(path), mode=mode, tree=tree, device=device)
+        aln = torchmsa.align(str(path), mode=mode, tree=tree, device=device, **kwargs)
     peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else math.nan
     residues = {r.name: r.seq.upper() for r in read_sequences(path)}
     for name, row in zip(aln.names, aln.rows):
@@ -129,16 +136,9 @@ def run_torchmsa(tool: str, path: Path, device: str):
 
 
 def run_other(tool: str, path: Path, threads: int, timeout: float | None):
-    if tool in PEERS:
-        res = run_peer(tool, path, threads, timeout)
-    elif tool == "mafft-parttree":
-        from benchmarks import peers
-
-        with tempfile.TemporaryDirectory(prefix="torchmsa-mafft-parttree-") as tmp:
-            plain = plain_fasta(path, tmp)
-            res = peers._mafft("--parttree")(plain, threads, Path(tmp), timeout)
-    else:
+    if tool not in PEERS:
         raise PeerNotInstalled(f"unknown tool {tool!r}")
+    res = run_peer(tool, path, threads, timeout)
     return res.names, res.rows, res.seconds
 
 
@@ -150,9 +150,11 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per peer run")
     ap.add_argument("--quick", action="store_true", help="balifam10000 PF00687 only")
-    ap.add_argument("--name", default="large_families", help="results file name")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
+    add_settings_options(ap)
     args = ap.parse_args(argv)
+    settings = parsed_settings(ap, args)
+    args.kw, args.columns = align_kwargs(*settings), settings_columns(*settings)
     cases = [tuple(c.split(":", 1)) for c in args.cases.split(",") if c] or (
         QUICK if args.quick else CASES
     )
@@ -172,7 +174,7 @@ def main(argv=None) -> int:
                 check_counts(inp, device)
                 print(f"{dataset}/{case}: GPU shared 6-mer counts checked", flush=True)
         if any(t in TORCHMSA for t in tools):
-            _warm_up(files[cases[0]][0], device, tools)
+            _warm_up(files[cases[0]][0], device, tools, args.kw)
         for (dataset, case), (inp, ref, core) in files.items():
             n_seqs = sum(1 for _ in read_sequences(inp))
             for tool in tools:
@@ -180,27 +182,22 @@ def main(argv=None) -> int:
     except Mismatch as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    header = (
-        f"Large families end to end: torchmsa on {device} against peers on {args.threads} CPU "
-        "threads of the same machine, one tool at a time. seconds: wall clock of one "
-        "alignment; SP / TC against the reference (reference rows only, core columns); "
-        "peak_gib: torch peak allocated GPU memory (torchmsa only).\n"
-    )
-    write_results(args.name, rows, header, out_dir=args.out, metadata=run_metadata(device))
-    for r in rows:
-        status = r["error"] or f"SP {r['sp']:.3f}  TC {r['tc']:.3f}  peak {r['peak_gib']:.2f} GiB"
-        print(f"{r['case']:10s} {r['tool']:18s} {r['seconds']:9.2f} s  {status}")
+    path = append_rows("large_families", rows, run_metadata(device), args.out)
+    cols = ["case", "tool", "seconds", "sp", "tc", "peak_gib", "error"]
+    print(markdown_table(rows, cols))
+    print(f"appended {len(rows)} rows to {path}")
     return 0
 
 
-def _warm_up(path: Path, device: str, tools: list[str]) -> None:
+def _warm_up(path: Path, device: str, tools: list[str], kwargs: dict) -> None:
     import torchmsa
 
     records = read_sequences(path)[:300]
     for tool in tools:
         if tool in TORCHMSA:
             mode, tree = TORCHMSA[tool]
-            torchmsa.align([(r.name, r.seq) for r in records], mode=mode, tree=tree, device=device)
+            seqs = [(r.name, r.seq) for r in records]
+            torchmsa.align(seqs, mode=mode, tree=tree, device=device, **kwargs)
 
 
 def _full_tree(tool: str) -> bool:
@@ -211,8 +208,10 @@ def _one(tool, dataset, case, n_seqs, inp, ref, core, device, args) -> dict:
     row = {
         "dataset": dataset,
         "case": case,
-        "n_seqs": n_seqs,
         "tool": tool,
+        "mode": TORCHMSA[tool][0] if tool in TORCHMSA else "",
+        **(args.columns if tool in TORCHMSA else {}),
+        "n_seqs": n_seqs,
         "threads": args.threads,
         "seconds": math.nan,
         "sp": math.nan,
@@ -228,14 +227,14 @@ def _one(tool, dataset, case, n_seqs, inp, ref, core, device, args) -> dict:
                 f"{8 * n_seqs**2 / 2**30:.0f} GiB of distances"
             )
         if tool in TORCHMSA:
-            names, aligned, seconds, peak, meta = run_torchmsa(tool, inp, device)
+            names, aligned, seconds, peak, meta = run_torchmsa(tool, inp, device, args.kw)
             row["peak_gib"] = round(peak, 3)
             row["choices"] = " ".join(f"{k}={meta[k]}" for k in ("mode", "tree") if k in meta)
         else:
             names, aligned, seconds = run_other(tool, inp, args.threads, args.timeout)
         row["seconds"] = round(seconds, 3)
-        s = score_alignment(restrict_to_reference(list(zip(names, aligned)), ref), ref, core)
-        row.update(sp=round(s.sp, 6), tc=round(s.tc, 6))
+        sp, tc = score(names, aligned, ref, core)
+        row.update(sp=round(sp, 6), tc=round(tc, 6))
     except Mismatch:
         raise
     except (PeerFailed, PeerNotInstalled, TorchMSAError) as exc:

@@ -5,7 +5,9 @@ pairs for every provider; GCUPS = DP cells (n * m summed over pairs) per second 
 ``--repeats`` runs. Plain Python (the test oracle's recurrence) runs on a few pairs only: it is
 there to show what the numba dependency buys.
 
-    python -m benchmarks.pairwise_cpu [--pairs 1000] [--length 300] [--repeats 3]
+    python -m benchmarks.pairwise_cpu [--pairs 1000] [--length 300] [--repeats 3] [--out DIR]
+
+Appends one row per provider to ``pairwise_cpu.csv`` in ``--out`` (``benchmarks/results``).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import numpy as np
 import torch
 from Bio.Align import PairwiseAligner, substitution_matrices
 
-from benchmarks.common import Timer, run_metadata, write_results
+from benchmarks.harness import Timer, append_rows, markdown_table, run_metadata
 from torchmsa.alphabet import PROTEIN, encode
-from torchmsa.cpu import dp
+from torchmsa.constants import LOCAL
+from torchmsa.ops.pairwise import pairwise_score_codes
 from torchmsa.scoring import get_scoring
 
 AMINO = "ARNDCQEGHILKMFPSTWYV"
@@ -121,7 +124,7 @@ def main(argv=None) -> int:
     cells = float(sum(len(x) * len(y) for x, y in enc))
 
     def run_torchmsa():
-        return dp.pairwise_score(ca, la, cb, lb, mat, 10, 1, dp.LOCAL)[:, 0]
+        return pairwise_score_codes(ca, la, cb, lb, mat, 10, 1, LOCAL, backend="cpu")[:, 0]
 
     ours = run_torchmsa()  # compiles (or loads the numba cache) outside the timing
     threads = numba.get_num_threads()
@@ -129,7 +132,8 @@ def main(argv=None) -> int:
     t_all = _median_seconds(run_torchmsa, args.repeats)
     rows.append(
         {
-            "provider": f"torchmsa numba ({threads} threads)",
+            "tool": f"torchmsa numba ({threads} threads)",
+            "threads": threads,
             "pairs": args.pairs,
             "seconds": t_all,
             "gcups": cells / t_all / 1e9,
@@ -140,7 +144,8 @@ def main(argv=None) -> int:
     numba.set_num_threads(threads)
     rows.append(
         {
-            "provider": "torchmsa numba (1 thread)",
+            "tool": "torchmsa numba (1 thread)",
+            "threads": 1,
             "pairs": args.pairs,
             "seconds": t_one,
             "gcups": cells / t_one / 1e9,
@@ -157,7 +162,7 @@ def main(argv=None) -> int:
     t_bio = _median_seconds(lambda: [aligner.score(a, b) for a, b in pairs], args.repeats)
     rows.append(
         {
-            "provider": "Biopython PairwiseAligner.score",
+            "tool": "Biopython PairwiseAligner.score",
             "pairs": args.pairs,
             "seconds": t_bio,
             "gcups": cells / t_bio / 1e9,
@@ -177,7 +182,7 @@ def main(argv=None) -> int:
         return 1
     rows.append(
         {
-            "provider": "plain Python (same recurrence)",
+            "tool": "plain Python (same recurrence)",
             "pairs": k,
             "seconds": t_py,
             "gcups": py_cells / t_py / 1e9,
@@ -186,17 +191,11 @@ def main(argv=None) -> int:
 
     for r in rows:
         r["speedup_vs_biopython"] = r["gcups"] / rows[2]["gcups"]
-    header = (
-        f"Local score-only DP, BLOSUM62, open 10, extend 1: {args.pairs} pairs of "
-        f"{args.length}-residue proteins (plain Python: {k} pairs). Scores checked equal "
-        f"across providers. Median of {args.repeats} runs.\n"
-    )
-    write_results("pairwise_cpu", rows, header, out_dir=args.out, metadata=run_metadata("cpu"))
     for r in rows:
-        print(
-            f"{r['provider']:<36} {r['gcups']:8.4f} GCUPS  {r['seconds']:8.3f} s  "
-            f"x{r['speedup_vs_biopython']:.1f} vs Biopython"
-        )
+        r.update(length=args.length, repeats=args.repeats)
+    path = append_rows("pairwise_cpu", rows, run_metadata("cpu"), args.out)
+    print(markdown_table(rows, ["tool", "pairs", "seconds", "gcups", "speedup_vs_biopython"]))
+    print(f"appended {len(rows)} rows to {path}")
     return 0
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from benchmarks.common import REPO, Timer
+from benchmarks.harness import REPO, Timer
 
 __all__ = [
     "PEERS",

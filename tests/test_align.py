@@ -7,12 +7,15 @@ import torch
 
 import torchmsa
 from torchmsa.alphabet import get_alphabet
-from torchmsa.cpu.dp_rows import OCC_SHIFT
-from torchmsa.cpu.merge import _scores, scores_threaded
+from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget, ScoringConfig, TreeConfig
+from torchmsa.constants import OCC_SHIFT
+from torchmsa.cpu.rules.column_scores import column_scores as numba_column_scores
+from torchmsa.cpu.rules.column_scores import column_scores_threaded
 from torchmsa.errors import ArgumentError, EmptyInputError, InvalidCharacterError, ScoringError
 from torchmsa.io import read_alignment, read_sequences
 from torchmsa.metrics import score_alignment
-from torchmsa.ops.colscores import batched_column_scores, column_scores
+from torchmsa.ops.colscores import batched_column_scores
+from torchmsa.ops.rules.column_scores import column_scores
 from torchmsa.pipeline import profile_scoring
 
 HERE = Path(__file__).parent
@@ -155,12 +158,13 @@ def test_column_scores_are_exact_at_the_weight_limit():
         # the numba twin (refinement's and small merges' scores), in both orientations of its
         # sparse loops
         mat64 = mat.numpy().astype(np.int64)
-        assert _scores(pa, pb, mat64, wa, wb, OCC_SHIFT).tolist() == want
-        assert _scores(pb, pa, mat64.T.copy(), wb, wa, OCC_SHIFT).T.tolist() == want
+        assert numba_column_scores(pa, pb, mat64, wa, wb, OCC_SHIFT).tolist() == want
+        assert numba_column_scores(pb, pa, mat64.T.copy(), wb, wa, OCC_SHIFT).T.tolist() == want
         # and its rows spread over threads (a lone refinement edge), both orientations too
         for threads in (1, 3):
-            assert scores_threaded(pa, pb, mat64, wa, wb, OCC_SHIFT, threads).tolist() == want
-            flipped = scores_threaded(pb, pa, mat64.T.copy(), wb, wa, OCC_SHIFT, threads)
+            got = column_scores_threaded(pa, pb, mat64, wa, wb, OCC_SHIFT, threads)
+            assert got.tolist() == want
+            flipped = column_scores_threaded(pb, pa, mat64.T.copy(), wb, wa, OCC_SHIFT, threads)
             assert flipped.T.tolist() == want
         prof = torch.tensor(np.concatenate([pa, pb]), dtype=torch.float64)
         S, s_off = batched_column_scores(
@@ -265,65 +269,113 @@ def test_mostly_empty_inputs_in_every_mode(mode):
         assert len({len(r) for r in aln.rows}) == 1
 
 
-def test_host_jobs_are_capped_by_cells_and_by_sequences(monkeypatch):
-    from torchmsa import pipeline
-    from torchmsa.sequences import SequenceBatch
+def _stages(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` and how often each ``torchmsa.*`` profiler range ran in it."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = fn(*args, **kwargs)
+    names = [e.name for e in prof.events() if e.name.startswith("torchmsa.")]
+    return out, {name: names.count(name) for name in set(names)}
 
-    monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", 4 * 10 * 10)
-    monkeypatch.setattr(pipeline, "HOST_JOB_MAX_N", 5)
-    monkeypatch.setattr(pipeline, "HOST_ACCURATE_CELLS", 6 * 10 * 10)
 
-    def job(n, length):
-        return SequenceBatch.from_input({f"s{k}": "A" * length for k in range(n)})
+def test_host_jobs_are_capped_by_cells_and_by_sequences():
+    from torchmsa.pipeline.placement import host_job
 
-    assert pipeline._host_job(job(4, 10), "default")
-    assert not pipeline._host_job(job(4, 11), "default")  # N L^2 above the cells
-    assert pipeline._host_job(job(5, 8), "default")
-    assert not pipeline._host_job(job(6, 8), "default")  # within the cells, above the sequences
+    policy = ExecutionPolicy(host_job_cells=4 * 10 * 10, host_job_max_n=5, host_accurate_cells=600)
+
+    def small(n, length, mode):
+        return host_job(n, length, mode, policy=policy)
+
+    assert small(4, 10, "default")
+    assert not small(4, 11, "default")  # N L^2 above the cells
+    assert small(5, 8, "default")
+    assert not small(6, 8, "default")  # within the cells, above the sequences
     # accurate mode counts its all-pairs local alignments: N (N - 1) / 2 L^2
-    assert pipeline._host_job(job(4, 10), "accurate")
-    assert not pipeline._host_job(job(5, 8), "accurate")  # 10 pairs of 64 cells
-    assert not pipeline._host_job(job(6, 1), "accurate")  # above the sequences
+    assert small(4, 10, "accurate")
+    assert not small(5, 8, "accurate")  # 10 pairs of 64 cells
+    assert not small(6, 1, "accurate")  # above the sequences
+    # the defaults: 2048 sequences, 2^25 cells, 2^27 accurate cells
+    assert host_job(2048, 128, "fast") and not host_job(2049, 1, "fast")
+    assert not host_job(2048, 129, "default")
+    assert host_job(2, 1 << 13, "accurate") and not host_job(3, 1 << 13, "accurate")
 
 
-def test_matrix_offset_grows_with_the_jobs_size(monkeypatch):
-    from torchmsa import pipeline
+def test_matrix_offset_grows_with_the_jobs_size():
+    from torchmsa.pipeline import job_offset
 
     protein = get_alphabet("protein")
-    assert pipeline.job_offset(protein, 2) == pipeline.job_offset(protein, 1000) == 2.0
-    assert pipeline.job_offset(protein, 2000) == round((2 + 2 * np.log10(2)) * 256) / 256
-    assert pipeline.job_offset(protein, 10_000) == pipeline.job_offset(protein, 10**6) == 4.0
+    assert job_offset(protein, 2) == job_offset(protein, 1000) == 2.0
+    assert job_offset(protein, 2000) == round((2 + 2 * np.log10(2)) * 256) / 256
+    assert job_offset(protein, 10_000) == job_offset(protein, 10**6) == 4.0
     # a job of 12 above a threshold of 3 aligns as with that offset in the defaults
     seqs = _family(np.random.default_rng(8), 12, 40, mutate=0.4)
     grown = round((2 + 2 * np.log10(4)) * 256) / 256
-    monkeypatch.setattr(pipeline, "OFFSET_FROM", 3)
-    a = torchmsa.align(seqs, device="cpu", mode="default")
+    early = AlignConfig(mode="default", scoring=ScoringConfig(offset_from=3))
+    assert job_offset(protein, 12, config=early.scoring) == grown
+    a = torchmsa.align(seqs, device="cpu", config=early)
     assert a.metadata["matrix_offset"] == grown
     # jobs of different offsets in one call: each aligned with its own
-    small = torchmsa.align(seqs[:3], device="cpu", mode="default")
-    many = torchmsa.align_many([seqs, seqs[:3]], device="cpu", mode="default")
+    small = torchmsa.align(seqs[:3], device="cpu", config=early)
+    many = torchmsa.align_many([seqs, seqs[:3]], device="cpu", config=early)
     assert [m.metadata["matrix_offset"] for m in many] == [grown, 2.0]
     assert many[0].rows == a.rows and many[1].rows == small.rows
-    monkeypatch.setattr(pipeline, "OFFSET_FROM", 10**9)
-    monkeypatch.setitem(pipeline.MSA_DEFAULTS, "protein", ("BLOSUM62", 11, 0, grown, (1, 2)))
-    b = torchmsa.align(seqs, device="cpu", mode="default")
+    fixed = AlignConfig(mode="default", scoring=ScoringConfig(offset_from=10**9, offset=grown))
+    b = torchmsa.align(seqs, device="cpu", config=fixed)
     assert b.metadata["matrix_offset"] == grown and a.rows == b.rows
+    assert torchmsa.align(seqs, device="cpu", mode="default").rows != a.rows
 
 
-def test_full_matrix_trees_that_cannot_fit_are_a_resource_error(monkeypatch):
-    from torchmsa import pipeline
+def test_full_matrix_trees_that_cannot_fit_are_a_resource_error():
     from torchmsa.errors import ResourceError
 
     seqs = _family(np.random.default_rng(9), 6, 30)
-    monkeypatch.setattr(pipeline, "FULL_MATRIX_BYTES", 1 << 50)
+    tight = MemoryBudget(host_bytes=36 * 16 - 1)  # 16 bytes a pair
     for tree in ("upgma", "lcs"):
         with pytest.raises(ResourceError, match="guide tree .* of 6 sequences") as err:
-            torchmsa.align(seqs, device="cpu", mode="fast", tree=tree)
-        assert err.value.needed == 36 << 50 and "parttree" in str(err.value)
+            torchmsa.align(seqs, device="cpu", mode="fast", tree=tree, budget=tight)
+        assert err.value.needed == 36 * 16 and "parttree" in str(err.value)
+        assert "MemoryBudget(host_bytes=...)" in str(err.value)  # which limit applied
+    enough = MemoryBudget(host_bytes=36 * 16)
+    aln, seen = _stages(torchmsa.align, seqs, device="cpu", mode="default", budget=enough)
+    assert seen["torchmsa.first_tree"] == seen["torchmsa.alignment_tree"] == 1
     # PartTree needs no N x N matrix, and default mode makes no second tree after it
-    seen = []
-    real = pipeline._alignment_distances
-    monkeypatch.setattr(pipeline, "_alignment_distances", lambda *a: seen.append(1) or real(*a))
-    aln = torchmsa.align(seqs, device="cpu", mode="default", tree="parttree")
-    assert aln.metadata["tree"] == "parttree" and not seen
+    aln, seen = _stages(
+        torchmsa.align, seqs, device="cpu", mode="default", tree="parttree", budget=tight
+    )
+    assert aln.metadata["tree"] == "parttree" and "torchmsa.alignment_tree" not in seen
+    assert seen["torchmsa.first_tree"] == 1
     assert [row.replace("-", "") for row in aln.rows] == seqs
+
+
+@pytest.mark.parametrize("mode", ["fast", "default", "accurate"])
+def test_stages_are_profiler_ranges(mode):
+    seqs = _family(np.random.default_rng(10), 7, 40)
+    aln, seen = _stages(torchmsa.align_many, [seqs, seqs[:4]], device="cpu", mode=mode)
+    assert seen["torchmsa.align"] == seen["torchmsa.encode"] == seen["torchmsa.assemble"] == 1
+    assert seen["torchmsa.first_tree"] == 2  # one per job
+    assert seen.get("torchmsa.alignment_tree", 0) == (2 if mode == "default" else 0)
+    assert seen.get("torchmsa.local_library", 0) == (2 if mode == "accurate" else 0)
+    assert seen["torchmsa.progressive_pass"] == (2 if mode == "default" else 1)
+    assert ("torchmsa.refine" in seen) == (mode != "fast")
+
+
+def test_build_tree_is_the_first_tree_of_align():
+    seqs = _family(np.random.default_rng(11), 8, 50)
+    for mode in ("fast", "accurate"):  # the first tree is also the last
+        aln = torchmsa.align(seqs, device="cpu", mode=mode)
+        tree = torchmsa.build_tree(seqs, device="cpu", config=AlignConfig(mode=mode))
+        assert isinstance(tree, torchmsa.Tree) and tree.newick() == aln.tree.newick()
+    # default mode starts from fast mode's tree; "auto" picks accurate for 8 short sequences
+    fast = torchmsa.build_tree(seqs, device="cpu", config=AlignConfig(mode="fast"))
+    assert torchmsa.build_tree(seqs, config=AlignConfig(mode="default")).newick() == fast.newick()
+    auto = torchmsa.build_tree(seqs, device="cpu")
+    assert auto.newick() == torchmsa.align(seqs, device="cpu").tree.newick()
+    for method in ("nj", "lcs", "parttree"):
+        tree = torchmsa.build_tree(
+            seqs, device="cpu", method=method, config=AlignConfig(mode="fast")
+        )
+        aln = torchmsa.align(seqs, device="cpu", mode="fast", tree=method)
+        assert tree.newick() == aln.tree.newick(), method
+    one = torchmsa.build_tree({"only": "MKV"}, device="cpu")
+    assert one.n_leaves == 1 and one.newick() == "only;"
+    with pytest.raises(ArgumentError, match="method"):
+        torchmsa.build_tree(seqs, method="nj", config=AlignConfig(tree=TreeConfig(method="single")))

@@ -12,10 +12,7 @@ from torchmsa.io import read_alignment, read_sequences
 EXAMPLE = Path(__file__).parent.parent / "examples" / "superoxide_dismutase.fasta"
 
 
-def _run(argv, capsys, stdin_text=None, monkeypatch=None):
-    if stdin_text is not None:
-        fake = io.TextIOWrapper(io.BytesIO(stdin_text.encode()), encoding="utf-8")
-        monkeypatch.setattr(sys, "stdin", fake)
+def _run(argv, capsys):
     code = main(argv)
     out = capsys.readouterr()
     return code, out.out, out.err
@@ -53,9 +50,15 @@ def test_align_to_stdout_and_files(tmp_path, capsys):
     assert gzip.decompress(gz.read_bytes()).decode().startswith("CLUSTAL")
 
 
-def test_align_reads_gzip_stdin(tmp_path, capsys, monkeypatch):
-    text = EXAMPLE.read_text()
-    code, out, _ = _run(["align", "-", "--format", "a3m"], capsys, text, monkeypatch)
+def test_align_reads_stdin():
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchmsa", "align", "-", "--format", "a3m", "--device", "cpu"],
+        input=EXAMPLE.read_text(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    code, out = proc.returncode, proc.stdout
     assert code == 0 and out.startswith(">")
     first = out.split("\n")[1]
     assert first == first.upper() and "-" not in first  # the query row has no insertions
@@ -69,6 +72,10 @@ def test_align_reads_gzip_stdin(tmp_path, capsys, monkeypatch):
         (["align", str(EXAMPLE), "--gap-open", "x"], "not a number"),
         (["align", str(EXAMPLE), "--gap-open", "1", "--gap-extend", "2"], "gap_extend"),
         (["align", str(EXAMPLE), "--device", "cuda:7"], "cuda:7"),
+        (["align", str(EXAMPLE), "--config", "consistency.wieght=16"], "consistency.wieght"),
+        (["align", str(EXAMPLE), "--config", "consistency.weight"], "NAME=VALUE"),
+        (["align", str(EXAMPLE), "--config", "consistency.weight=-1"], "weight"),
+        (["align", str(EXAMPLE), "--mode", "fast", "--config", "mode=accurate"], "conflicts"),
         (["pairwise", str(EXAMPLE)], "required"),
     ],
 )
@@ -76,6 +83,26 @@ def test_user_errors_print_one_line(argv, needle, capsys):
     code, out, err = _run(argv, capsys)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and needle in err and "Traceback" not in err
+
+
+def test_align_config_overrides(tmp_path, capsys):
+    import torchmsa
+    from torchmsa.config import AlignConfig, ScoringConfig
+
+    out = tmp_path / "aln.fasta"
+    argv = ["align", str(EXAMPLE), "-o", str(out), "--device", "cpu", "--mode", "fast"]
+    code, _, err = _run(
+        argv + ["--config", "scoring.gap_open=7", "--config", "tree.method=nj", "-v"], capsys
+    )
+    assert code == 0
+    assert (
+        "config mode='fast', scoring=ScoringConfig(gap_open=7.0), tree=TreeConfig(method='nj')"
+        in err
+    )
+    config = AlignConfig(mode="fast", scoring=ScoringConfig(gap_open=7))
+    want = torchmsa.align(EXAMPLE, device="cpu", config=config, tree="nj")
+    assert [r.seq for r in read_alignment(out)] == want.rows
+    assert want.rows != torchmsa.align(EXAMPLE, device="cpu", mode="fast").rows
 
 
 def test_bad_character_names_sequence_and_position(tmp_path, capsys):

@@ -6,26 +6,25 @@ import torch
 
 import torchmsa
 from tests import oracles
+from torchmsa.config import ConsistencyConfig, ExecutionPolicy
 from torchmsa.consistency import (
-    ENTRY_FLOOR,
-    ENTRY_WINDOW,
-    WEIGHT_MAX,
-    WINDOW_DEN,
-    WINDOW_NUM,
     Consistency,
     Library,
     LocalScoring,
-    _window_scores,
     local_library,
     terminal_trims,
+    window_scores,
 )
-from torchmsa.pipeline import _cut_ends, _end_block, profile_scoring
+from torchmsa.pipeline import profile_scoring
+from torchmsa.pipeline.accurate import cut_ends, end_block
+from torchmsa.pipeline.placement import host_job
 from torchmsa.progressive import Forest, ResidueTable
 from torchmsa.scoring import get_scoring
 from torchmsa.sequences import SequenceBatch, segments
 from torchmsa.tree import build_tree
 
 AMINO = "ARNDCQEGHILKMFPSTWYV"
+DEFAULTS = ConsistencyConfig()
 
 
 def _family(seed, n=6, length=30):
@@ -39,11 +38,14 @@ def _family(seed, n=6, length=30):
     return out
 
 
-def _library(seqs):
+def _library(seqs, config=None, policy=None):
     batch = SequenceBatch.from_input(seqs, "protein")
     sc = get_scoring("protein", "BLOSUM62", 11, 1)
     mat = torch.from_numpy(sc.matrix.copy())
-    return batch, local_library(batch.codes, batch.lengths, mat, 11, 1, backend="cpu")
+    lib = local_library(
+        batch.codes, batch.lengths, mat, 11, 1, backend="cpu", config=config, policy=policy
+    )
+    return batch, lib
 
 
 def _aligned_pairs(r):
@@ -62,12 +64,14 @@ def _aligned_pairs(r):
     return pairs, joined
 
 
-def _oracle_weights(pairs, joined, sa, sb, matrix, letters):
+def _oracle_weights(pairs, joined, sa, sb, matrix, letters, config=DEFAULTS):
     """The library weight of each aligned pair, by the rule in local_library's docstring."""
     if not pairs:
         return []
+    top, half = config.weight_max, config.entry_window
+    num, den = config.window_ratio
     same = sum(sa[i] == sb[j] for i, j in pairs)
-    ident = (same * WEIGHT_MAX + len(pairs) // 2) // len(pairs)
+    ident = (same * top + len(pairs) // 2) // len(pairs)
     score = [matrix[letters.index(sa[i])][letters.index(sb[j])] for i, j in pairs]
     block, k = [], -1
     for joined_here in joined:
@@ -77,10 +81,10 @@ def _oracle_weights(pairs, joined, sa, sb, matrix, letters):
     for e in range(len(pairs)):
         win = sum(
             score[f]
-            for f in range(max(0, e - ENTRY_WINDOW), min(len(pairs), e + ENTRY_WINDOW + 1))
+            for f in range(max(0, e - half), min(len(pairs), e + half + 1))
             if block[f] == block[e]
         )
-        out.append(min(WEIGHT_MAX, max(0, ident + (win * WINDOW_NUM) // WINDOW_DEN - ENTRY_FLOOR)))
+        out.append(min(top, max(0, ident + (win * num) // den - config.entry_floor)))
     return out
 
 
@@ -99,7 +103,7 @@ def test_window_scores_match_plain_python():
                 j.append(b)
         score = rng.integers(-4, 12, len(pair))
         half = int(rng.integers(0, 6))
-        got = _window_scores(*(torch.tensor(v) for v in (pair, i, j, score)), half).tolist()
+        got = window_scores(*(torch.tensor(v) for v in (pair, i, j, score)), half).tolist()
         want = []
         for e in range(len(pair)):
             lo = e
@@ -120,9 +124,20 @@ def test_window_scores_match_plain_python():
         assert got == want
 
 
-def test_library_entries_are_the_global_alignments_with_window_weights():
+@pytest.mark.parametrize(
+    "config, policy",
+    [
+        (DEFAULTS, None),
+        (
+            ConsistencyConfig(entry_window=2, window_ratio=(1, 2), entry_floor=20, weight_max=40),
+            ExecutionPolicy(local_batch_cells=1),  # one pair per call
+        ),
+    ],
+    ids=["defaults", "other-rules"],
+)
+def test_library_entries_are_the_global_alignments_with_window_weights(config, policy):
     seqs = _family(0) + ["".join(np.random.default_rng(9).choice(list(AMINO), 25))]
-    batch, lib = _library(seqs)
+    batch, lib = _library(seqs, config, policy)
     sc = get_scoring("protein", "BLOSUM62", 11, 1)
     letters = batch.alphabet.letters
     matrix = sc.matrix.tolist()
@@ -143,7 +158,7 @@ def test_library_entries_are_the_global_alignments_with_window_weights():
                 seqs[x], seqs[y], mode="semiglobal", gap_open=11, gap_extend=1, device="cpu"
             )
             pairs, joined = _aligned_pairs(glob)
-            w = _oracle_weights(pairs, joined, seqs[x], seqs[y], matrix, letters)
+            w = _oracle_weights(pairs, joined, seqs[x], seqs[y], matrix, letters, config)
             want = sorted((i, j, v) for (i, j), v in zip(pairs, w) if v > 0)
             sel = (lib.x == x) & (lib.y == y)
             got = sorted(zip(lib.i[sel].tolist(), lib.j[sel].tolist(), lib.w[sel].tolist()))
@@ -182,7 +197,8 @@ def test_level_tiles_match_brute_force():
     m = batch.lengths[torch.from_numpy(kids[P:])].long()
     s_off = torch.cumsum(n * m, 0) - n * m
     kid_w = weights[torch.from_numpy(kids)]
-    got = cons.level_tiles(0, table, seq_kid, P, s_off, n, m, kid_w, weights)
+    got = torch.zeros(int((n * m).sum()), dtype=torch.int32)
+    cons.add_level_tiles(got, 0, table, seq_kid, P, s_off, n, m, kid_w, weights)
     for p in range(P):
         a, b = int(kids[p]), int(kids[p + P])
         brute = np.zeros((int(n[p]), int(m[p])), np.int64)
@@ -273,6 +289,22 @@ def _trims_oracle(lib, codes, lengths, local, min_excess):
     return head, tail
 
 
+def test_terminal_trims_in_small_batches_give_the_same_trims():
+    sc = get_scoring("protein", "BLOSUM62", 11, 1)
+    mat = torch.from_numpy(sc.matrix.copy())
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(5, 40, 7).tolist()
+    seqs = ["".join(rng.choice(list(AMINO), n)) for n in lengths]
+    batch = SequenceBatch.from_input(seqs, "protein")
+    lib = _random_library(rng, lengths, 15)
+    local = LocalScoring(mat, 11, 1, batch.alphabet.gap_code, 0.267, 0.041, 100.0)
+    want = terminal_trims(lib, batch.codes, batch.lengths, local, 2, "cpu")
+    one = ExecutionPolicy(local_batch_cells=1)
+    got = terminal_trims(lib, batch.codes, batch.lengths, local, 2, "cpu", policy=one)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    assert int(want[0].sum() + want[1].sum()) > 0
+
+
 def test_terminal_trims_match_plain_python():
     sc = get_scoring("protein", "BLOSUM62", 11, 1)
     mat = torch.from_numpy(sc.matrix.copy())
@@ -335,13 +367,13 @@ def test_cut_ends_and_end_blocks_round_trip():
     seqs = ["".join(rng.choice(list(AMINO), 25)) + s for s in seqs[:3]] + seqs[3:]
     batch = SequenceBatch.from_input(seqs, "protein")
     head, tail = torch.tensor([25, 25, 25, 0, 0]), torch.tensor([0, 6, 0, 9, 0])
-    cut = _cut_ends(batch, head, tail)
+    cut = cut_ends(batch, head, tail)
     kept = [s[h : len(s) - t] for s, h, t in zip(seqs, head.tolist(), tail.tolist())]
     assert cut.residues == kept and cut.lengths.tolist() == [len(k) for k in kept]
     gap = batch.alphabet.gap_code
     scoring = profile_scoring(batch.alphabet, None, None, None, 2.0)
-    heads = _end_block(batch, torch.zeros_like(head), head, scoring, "upgma", "cpu")
-    tails = _end_block(batch, batch.lengths.long() - tail, tail, scoring, "upgma", "cpu")
+    heads = end_block(batch, torch.zeros_like(head), head, scoring, "upgma", "cpu")
+    tails = end_block(batch, batch.lengths.long() - tail, tail, scoring, "upgma", "cpu")
     assert heads.shape[1] >= 25 and tails.shape[1] == 9  # one tail each: a ragged block
     assert (heads[3:] == gap).all() and (tails[[0, 2, 4]] == gap).all()
     for r, s in enumerate(seqs):
@@ -349,32 +381,25 @@ def test_cut_ends_and_end_blocks_round_trip():
         assert torch.equal(row[row != gap], batch.codes[r, : len(s)])
 
 
-def test_small_end_blocks_go_to_the_host_under_the_automatic_backend(monkeypatch):
+def test_small_end_blocks_go_to_the_host_under_the_automatic_backend():
     # the pieces of a job on a GPU make a job of their own; a small one runs on the host, as a
     # small job does, unless the backend was chosen explicitly
-    from torchmsa import pipeline
+    from collections import Counter
 
     seqs = ["".join(np.random.default_rng(k).choice(list(AMINO), 30)) for k in range(3)]
     batch = SequenceBatch.from_input(seqs, "protein")
     scoring = profile_scoring(batch.alphabet, None, None, None, 2.0)
-    seen = []
-    real = pipeline._accurate_group
-
-    def spy(batches, scoring, method, impl, bar, host_small=False):
-        seen.append((impl, batches[0].codes.device.type))
-        return real(batches, scoring, method, "cpu", bar, host_small)
-
-    monkeypatch.setattr(pipeline, "_accurate_group", spy)
     start, count = torch.zeros(3, dtype=torch.int64), torch.tensor([20, 0, 25])
-    for host_small, cells, want in (
-        (True, 1 << 27, "cpu"),
-        (True, -1, "triton"),
-        (False, 1 << 27, "triton"),
-    ):
-        monkeypatch.setattr(pipeline, "HOST_ACCURATE_CELLS", cells)
-        block = _end_block(batch, start, count, scoring, "upgma", "triton", host_small)
-        assert seen.pop() == (want, "cpu")
-        assert (block[1] == batch.alphabet.gap_code).all() and block.shape[1] >= 25
+    for cells, host in ((1 << 27, True), (-1, False)):
+        policy = ExecutionPolicy(host_accurate_cells=cells)
+        assert host_job(2, 25, "accurate", policy=policy) == host
+    # a host-sized block asked for Triton runs on the host, in numba (no Triton on this CPU)
+    policy = ExecutionPolicy(host_accurate_cells=1 << 27)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        block = end_block(batch, start, count, scoring, "upgma", "triton", True, policy=policy)
+    stages = Counter(e.name for e in prof.events())
+    assert stages["torchmsa.progressive_host"] > 0 and stages["torchmsa.local_library"] == 1
+    assert (block[1] == batch.alphabet.gap_code).all() and block.shape[1] >= 25
 
 
 def test_accurate_mode_sets_aside_an_unshared_terminal_domain():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import torchmsa
-from tests.test_progressive import _numba_cells
+from torchmsa.config import ExecutionPolicy
 from torchmsa.errors import DeviceError
 
 pytestmark = pytest.mark.gpu
@@ -27,20 +27,22 @@ def _balibase(name: str = "balibase3") -> Path | None:
     return None
 
 
-@pytest.fixture(autouse=True)
-def _device_path(monkeypatch):
-    """Every job on the device, so these tests compare the GPU path (small jobs would run on
-    the host: see the dispatch test)."""
-    from torchmsa import pipeline
+# every job on the device, so these tests compare the GPU path (small jobs would run on the
+# host: see the dispatch test); accurate jobs too (their stage-1 alignments in Triton)
+DEVICE = ExecutionPolicy(host_job_cells=-1, host_accurate_cells=-1)
 
-    monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", -1)
+
+def _stages(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` and how often each ``torchmsa.*`` profiler range ran in it."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = fn(*args, **kwargs)
+    names = [e.name for e in prof.events() if e.name.startswith("torchmsa.")]
+    return out, {name: names.count(name) for name in set(names)}
 
 
 @needs_cuda
-def test_small_jobs_run_on_the_host_and_return_on_the_device(monkeypatch):
-    from torchmsa import pipeline
-
-    monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", 1 << 22)
+def test_small_jobs_run_on_the_host_and_return_on_the_device():
+    small_jobs = ExecutionPolicy(host_job_cells=1 << 22)
     rng = torch.Generator().manual_seed(3)
     letters = "ACDEFGHIKLMNPQRSTVWY"
 
@@ -56,10 +58,9 @@ def test_small_jobs_run_on_the_host_and_return_on_the_device(monkeypatch):
 
     small, large = family(6, 120), family(40, 400)  # N L^2: 86,400 and 6.4 million
     for mode in ("default", "accurate"):
-        got = torchmsa.align_many([small, large, small[:3]], device="cuda", mode=mode)
-        monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", -1)
-        want = torchmsa.align_many([small, large, small[:3]], device="cuda", mode=mode)
-        monkeypatch.setattr(pipeline, "HOST_JOB_CELLS", 1 << 22)
+        jobs = [small, large, small[:3]]
+        got = torchmsa.align_many(jobs, device="cuda", mode=mode, policy=small_jobs)
+        want = torchmsa.align_many(jobs, device="cuda", mode=mode, policy=DEVICE)
         places = [a.metadata["computed_on"] for a in got]
         assert places[0] == places[2] == "cpu" and places[1].startswith("cuda"), places
         assert [a.metadata["backend"] for a in got] == ["cpu", "triton", "cpu"]
@@ -70,7 +71,7 @@ def test_small_jobs_run_on_the_host_and_return_on_the_device(monkeypatch):
 
 @needs_cuda
 def test_auto_device_is_cuda_and_recorded():
-    aln = torchmsa.align(["MKVLAAGHW", "MKVLAGHW", "MKILAAGHW"], device="auto")
+    aln = torchmsa.align(["MKVLAAGHW", "MKVLAGHW", "MKILAAGHW"], device="auto", policy=DEVICE)
     assert aln.metadata["device"].startswith("cuda") and aln.metadata["backend"] == "triton"
     assert aln.codes.device.type == "cuda"
 
@@ -101,11 +102,7 @@ def test_missing_cuda_device_is_a_clear_error():
 
 @needs_cuda
 @pytest.mark.parametrize("mode", ["fast", "default", "accurate"])
-def test_gpu_and_cpu_alignments_are_identical_on_balibase(monkeypatch, mode):
-    from torchmsa import pipeline
-
-    # accurate jobs too on the device (its stage-1 alignments in Triton), not on the host
-    monkeypatch.setattr(pipeline, "HOST_ACCURATE_CELLS", -1)
+def test_gpu_and_cpu_alignments_are_identical_on_balibase(mode):
     data = _balibase()
     if data is None:
         pytest.skip("BAliBASE data not found")
@@ -115,7 +112,7 @@ def test_gpu_and_cpu_alignments_are_identical_on_balibase(monkeypatch, mode):
     chunk = 64
     for k in range(0, len(cases), chunk):
         paths = [str(data / f"{c}.in.fasta") for c in cases[k : k + chunk]]
-        gpu = torchmsa.align_many(paths, device="cuda", mode=mode)
+        gpu = torchmsa.align_many(paths, device="cuda", mode=mode, policy=DEVICE)
         cpu = torchmsa.align_many(paths, device="cpu", mode=mode)
         for case, g, c in zip(cases[k : k + chunk], gpu, cpu):
             assert torch.equal(g.codes.cpu(), c.codes), case
@@ -125,13 +122,13 @@ def test_gpu_and_cpu_alignments_are_identical_on_balibase(monkeypatch, mode):
 
 @needs_cuda
 def test_gpu_and_cpu_alignments_are_identical_on_large_families():
-    # above LCS_MIN_N sequences default mode takes the LCS tree (Triton kernel vs numba)
+    # above TreeConfig.lcs_min_n sequences default mode takes the LCS tree (Triton vs numba)
     data = _balibase("balifam1000")
     if data is None:
         pytest.skip("balifam1000 data not found")
     paths = [str(p) for p in sorted(data.glob("*.in.fasta.gz"))[:3]]
     for path in paths:
-        gpu = torchmsa.align(path, device="cuda", mode="default")
+        gpu = torchmsa.align(path, device="cuda", mode="default", policy=DEVICE)
         cpu = torchmsa.align(path, device="cpu", mode="default")
         assert gpu.metadata["tree"] == cpu.metadata["tree"] == "lcs", path
         assert torch.equal(gpu.codes.cpu(), cpu.codes), path
@@ -140,66 +137,50 @@ def test_gpu_and_cpu_alignments_are_identical_on_large_families():
 
 @needs_cuda
 @pytest.mark.parametrize("cells", [-1, 1 << 17, 1 << 40])
-def test_levels_on_the_gpu_the_cpu_or_both_give_the_same_alignments(monkeypatch, cells):
+def test_levels_on_the_gpu_the_cpu_or_both_give_the_same_alignments(cells):
     # small levels run in numba on the CPU, larger ones batched on the GPU (1 << 17 cells
     # mixes both on these cases); here also every level on one side
-    from torchmsa import progressive
-
     data = _balibase()
     if data is None:
         pytest.skip("BAliBASE data not found")
     paths = [str(p) for p in sorted(data.glob("*.in.fasta"))[::12]]
     want = torchmsa.align_many(paths, device="cpu", mode="default")
-    _numba_cells(monkeypatch, cells)
-    used = {"_cpu_run": 0, "_level": 0}
-    for name in used:
-        real = getattr(progressive, name)
-
-        def counted(*args, _real=real, _name=name, **kwargs):
-            used[_name] += 1
-            return _real(*args, **kwargs)
-
-        monkeypatch.setattr(progressive, name, counted)
+    policy = ExecutionPolicy(host_job_cells=-1, cpu_level_cells=cells, cpu_pair_cells=cells)
+    used = {"torchmsa.progressive_host": 0, "torchmsa.progressive_level": 0}
     # one case per call: its first levels are large, its last small (align_many's shared
     # levels stay large)
     for path, c in zip(paths, want):
-        g = torchmsa.align(path, device="cuda", mode="default")
+        g, seen = _stages(torchmsa.align, path, device="cuda", mode="default", policy=policy)
         assert torch.equal(g.codes.cpu(), c.codes), path
-    assert (used["_cpu_run"] > 0) == (cells != -1) and (used["_level"] > 0) == (cells != 1 << 40)
+        for name in used:
+            used[name] += seen.get(name, 0)
+    on_host, batched = used.values()
+    assert (on_host > 0) == (cells != -1) and (batched > 0) == (cells != 1 << 40)
 
 
 @needs_cuda
 @pytest.mark.parametrize("cells", [-1, None, 1 << 40])
-def test_refinement_on_the_gpu_the_host_or_both_gives_the_same_alignments(monkeypatch, cells):
+def test_refinement_on_the_gpu_the_host_or_both_gives_the_same_alignments(cells):
     # by default small edge evaluations run in numba on the host, larger ones batched on the
     # GPU; here also every evaluation on one side
-    from torchmsa import pipeline, refine
-
     data = _balibase()
     if data is None:
         pytest.skip("BAliBASE data not found")
     paths = [str(p) for p in sorted(data.glob("*.in.fasta"))[5::24]]
     want = {m: torchmsa.align_many(paths, device="cpu", mode=m) for m in ("default", "accurate")}
+    policy = DEVICE
     if cells is not None:
-        monkeypatch.setattr(refine, "HOST_CELLS", cells)
-        monkeypatch.setattr(refine, "HOST_EDGE_CELLS", cells)
+        policy = ExecutionPolicy(
+            host_job_cells=-1, host_accurate_cells=-1, host_cells=cells, host_edge_cells=cells
+        )
     if cells == -1:  # no whole job on the host either (its refinement would run there)
-        monkeypatch.setattr(pipeline, "HOST_JOB_MAX_N", -1)
+        policy = ExecutionPolicy(host_job_max_n=-1, host_cells=-1, host_edge_cells=-1)
     used = {"host": 0, "gpu": 0}
-    real_host, real_gpu = refine._Host.evaluate, refine.evaluate_partitions
-
-    def on_host(*args, **kwargs):
-        used["host"] += 1
-        return real_host(*args, **kwargs)
-
-    def on_gpu(*args, **kwargs):
-        used["gpu"] += 1
-        return real_gpu(*args, **kwargs)
-
-    monkeypatch.setattr(refine._Host, "evaluate", on_host)
-    monkeypatch.setattr(refine, "evaluate_partitions", on_gpu)
     for mode, cpu in want.items():
         for path, c in zip(paths, cpu):
-            g = torchmsa.align(path, device="cuda", mode=mode)
+            g, seen = _stages(torchmsa.align, path, device="cuda", mode=mode, policy=policy)
             assert torch.equal(g.codes.cpu(), c.codes), (mode, path)
+            used["host"] += seen.get("torchmsa.refine_host", 0)
+            used["host"] += seen.get("torchmsa.refine_host_edge", 0)
+            used["gpu"] += seen.get("torchmsa.refine_batch", 0)
     assert (used["host"] > 0) == (cells != -1) and (used["gpu"] > 0) == (cells != 1 << 40)

@@ -100,12 +100,17 @@ def test_batch_input_equals_list_input_and_symmetric_equals_cross():
     assert torch.equal(by_list, by_list.T)
 
 
-def test_merge_path_equals_table_path(monkeypatch):
+def test_merge_path_equals_table_path():
     rng = np.random.default_rng(1)
     seqs = random_seqs(rng, 30, PROTEIN_LETTERS, 50)
     table = shared_kmer_counts(seqs, k=4, device="cpu")
-    monkeypatch.setattr(cpu_kmer, "TABLE_LIMIT", 0)
-    assert torch.equal(shared_kmer_counts(seqs, k=4, device="cpu"), table)
+    batch = SequenceBatch.from_input(seqs, seqtype="protein")
+    ids, n = kmer_ids(batch.codes, batch.lengths, reduced_map(PROTEIN), 4)
+    assert torch.equal(cpu_kmer.shared_counts(ids, n, table_limit=0), table)
+    assert torch.equal(cpu_kmer.shared_counts(ids, n, ids, n, table_limit=0), table)
+    p, q = torch.arange(30).repeat_interleave(30), torch.arange(30).repeat(30)
+    merged = cpu_kmer.pair_counts(ids, n, ids, n, p, q, table_limit=0)
+    assert torch.equal(merged.view(30, 30), table)
     np.testing.assert_array_equal(table.numpy(), brute_counts(seqs, seqs, 4, DAYHOFF))
 
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from torchmsa.alphabet import PROTEIN
+from torchmsa.config import ExecutionPolicy
 from torchmsa.cpu import kmer as cpu_kmer
 from torchmsa.errors import ResourceError
 from torchmsa.ops import kmer_stream
@@ -82,14 +83,14 @@ def test_kmer_ids_match_cpu(k, device):
 @pytest.mark.interpreter
 @pytest.mark.parametrize("method", ["matrix", "lists"])
 @pytest.mark.parametrize("k", [2, 6])
-def test_shared_counts_match_cpu_and_brute_force(method, k, device, monkeypatch):
-    monkeypatch.setattr(kmer_stream, "DEFAULT_METHOD", method)
+def test_shared_counts_match_cpu_and_brute_force(method, k, device):
+    policy = ExecutionPolicy(kmer_method=method)
     a, b = tiny_seqs(10 + k), tiny_seqs(20 + k, 5)
-    got = shared_kmer_counts(a, k=k, device=device, backend="triton")
+    got = shared_kmer_counts(a, k=k, device=device, backend="triton", policy=policy)
     assert got.dtype == torch.int32 and got.device.type == torch.device(device).type
     assert torch.equal(got.cpu(), shared_kmer_counts(a, k=k, device="cpu", backend="cpu"))
     np.testing.assert_array_equal(got.cpu().numpy(), brute(a, a, k))
-    cross = shared_kmer_counts(a, b, k=k, device=device, backend="triton")
+    cross = shared_kmer_counts(a, b, k=k, device=device, backend="triton", policy=policy)
     np.testing.assert_array_equal(cross.cpu().numpy(), brute(a, b, k))
 
 
@@ -153,7 +154,7 @@ def test_plan_tiles_fills_the_budget():
     plan = kmer_stream.plan_tiles(5000, 100_000, k, width, budget, "matrix", False)
     assert plan.tm == 5000 and plan.tn < kmer_stream.MAX_TILE and plan.needed <= budget
     longer = plan.tn + kmer_stream.TILE_STEP
-    assert kmer_stream._tile_bytes(5000, longer, k, width, "matrix", False) > budget
+    assert kmer_stream.tile_bytes(5000, longer, k, width, "matrix", False) > budget
     square = kmer_stream.plan_tiles(100_000, 100_000, k, width, budget, "matrix", True)
     assert square.tm == square.tn and square.tm % kmer_stream.TILE_STEP == 0
     assert square.needed <= budget
@@ -180,12 +181,12 @@ def family(n: int, length: int, seed: int) -> list[str]:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("method", ["matrix", "lists"])
-def test_gpu_counts_equal_cpu_at_size(method, monkeypatch):
-    monkeypatch.setattr(kmer_stream, "DEFAULT_METHOD", method)
+def test_gpu_counts_equal_cpu_at_size(method):
+    policy = ExecutionPolicy(kmer_method=method)
     a, b = family(3000, 300, 0), family(700, 250, 1)
     want = shared_kmer_counts(a, device="cpu", backend="cpu")
-    assert torch.equal(shared_kmer_counts(a, device="cuda").cpu(), want)
-    cross = shared_kmer_counts(a, b, device="cuda").cpu()
+    assert torch.equal(shared_kmer_counts(a, device="cuda", policy=policy).cpu(), want)
+    cross = shared_kmer_counts(a, b, device="cuda", policy=policy).cpu()
     assert torch.equal(cross, shared_kmer_counts(a, b, device="cpu", backend="cpu"))
 
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import torchmsa
+from torchmsa.config import AlignConfig, RefineConfig, TreeConfig
 from torchmsa.cpu import lcs as cpu_lcs
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.lcs import lcs_distances, lcs_lengths
@@ -124,9 +125,7 @@ def test_lcs_tree_is_single_linkage_on_lcs_distances():
     assert [r.replace("-", "") for r in aln.rows] == list(seqs.values())
 
 
-def test_auto_tree_above_lcs_min_n_is_one_pass_under_the_lcs_tree(monkeypatch):
-    from torchmsa import pipeline
-
+def test_auto_tree_above_lcs_min_n_is_one_pass_under_the_lcs_tree():
     seqs = [
         "MKVLAAGIVGLLLAQ",
         "MKVLAAGIVGLLLAR",
@@ -137,9 +136,8 @@ def test_auto_tree_above_lcs_min_n_is_one_pass_under_the_lcs_tree(monkeypatch):
     ]
     small = torchmsa.align(seqs, device="cpu", mode="default")
     assert small.metadata["tree"] == "upgma_mafft"
-    monkeypatch.setattr(pipeline, "LCS_MIN_N", 5)
-    monkeypatch.setattr(pipeline, "REFINE_MAX_N", 5)
-    big = torchmsa.align(seqs, device="cpu", mode="default")
+    config = AlignConfig(mode="default", tree=TreeConfig(lcs_min_n=5), refine=RefineConfig(max_n=5))
+    big = torchmsa.align(seqs, device="cpu", config=config)
     one_pass = torchmsa.align(seqs, device="cpu", mode="fast", tree="lcs")
     assert big.metadata["tree"] == "lcs" and big.metadata["mode"] == "default"
     assert torch.equal(big.codes, one_pass.codes)

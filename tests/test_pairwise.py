@@ -5,7 +5,10 @@ from Bio.Align import PairwiseAligner, substitution_matrices
 
 import torchmsa
 from torchmsa.alphabet import DNA, PROTEIN, encode
+from torchmsa.constants import GLOBAL, NEG
+from torchmsa.constants import MODES as MODE_CODES
 from torchmsa.cpu import dp
+from torchmsa.cpu.rules.path_score import path_score
 from torchmsa.errors import ArgumentError, InvalidCharacterError, ScoringError
 from torchmsa.scoring import get_scoring
 
@@ -72,8 +75,8 @@ def test_cpu_profile_dp_matches_oracle_with_position_specific_costs(mode):
         ext = int(rng.integers(0, 3))
         ra, rb = _residue_factors(rng, n, m)
         ops = np.zeros(n + m, np.uint8)
-        score, k, si, sj, ei, ej = dp._profile_align(
-            S, oa, ca, ob, cb, ra, rb, ext, dp.MODES[mode], ops
+        score, k, si, sj, ei, ej = dp.profile_align_one(
+            S, oa, ca, ob, cb, ra, rb, ext, MODE_CODES[mode], ops
         )
         ref = oracle_align(
             S.tolist(),
@@ -147,7 +150,8 @@ def test_numba_matches_oracle_on_pairs(mode):
         ca, cb = encode(a, PROTEIN)[0], encode(b, PROTEIN)[0]
         go, ge = GAPS[rng.integers(len(GAPS))]
         ref = oracle_align(*pair_inputs(ca, cb, mat, go, ge), mode)
-        score, ei, ej = dp._pair_score(ca, len(ca), cb, len(cb), mat, go, ge, dp.MODES[mode])
+        code = MODE_CODES[mode]
+        score, ei, ej = dp.pair_score_scalar(ca, len(ca), cb, len(cb), mat, go, ge, code)
         assert (score, (ei, ej)) == (ref[0], ref[3])
         r = torchmsa.pairwise_align(a, b, mode=mode, gap_open=go, gap_extend=ge, device="cpu")
         ops = [0 if x != "-" and y != "-" else 1 if y == "-" else 2 for x, y in zip(*r.aligned)]
@@ -205,9 +209,9 @@ def test_tensor_launchers_shapes_and_dtypes():
     ca = torch.randint(0, 20, (3, 7), dtype=torch.uint8)
     cb = torch.randint(0, 20, (3, 5), dtype=torch.uint8)
     la, lb = torch.tensor([7, 0, 3], dtype=torch.int32), torch.tensor([5, 5, 0], dtype=torch.int32)
-    out = dp.pairwise_score(ca, la, cb, lb, mat, 10, 1, dp.GLOBAL)
+    out = dp.pairwise_score(ca, la, cb, lb, mat, 10, 1, GLOBAL)
     assert out.dtype == torch.int32 and out.shape == (3, 3)
-    info, ops = dp.pairwise_align(ca, la, cb, lb, mat, 10, 1, dp.GLOBAL)
+    info, ops = dp.pairwise_align(ca, la, cb, lb, mat, 10, 1, GLOBAL)
     assert info.shape == (3, 6) and ops.shape == (3, 12) and ops.dtype == torch.uint8
     assert torch.equal(info[:, 0], out[:, 0])
     assert 7 <= info[0, 1] <= 12 and info[1:, 1].tolist() == [5, 3]
@@ -232,17 +236,16 @@ def test_row_vectorised_fill_equals_scalar_fill(mode):
         )
         ra, rb = _residue_factors(rng, n, m)
         t1, t2 = np.zeros((n + 1, m + 1), np.uint8), np.zeros((n + 1, m + 1), np.uint8)
-        r1 = dp._fill(n, m, S, oa, ca, ob, cb, ra, rb, ext, dp.MODES[mode], t1)
-        r2 = dp_rows.fill_rows(n, m, S, oa, ca, ob, cb, ra, rb, ext, dp.MODES[mode], t2)
+        r1 = dp.fill_scalar(n, m, S, oa, ca, ob, cb, ra, rb, ext, MODE_CODES[mode], t1)
+        r2 = dp_rows.fill_rows(n, m, S, oa, ca, ob, cb, ra, rb, ext, MODE_CODES[mode], t2)
         assert r1 == r2
         assert np.array_equal(t1[1:, 1:], t2[1:, 1:])
         a = rng.integers(0, 20, n).astype(np.uint8)
         b = rng.integers(0, 20, m).astype(np.uint8)
         mat = get_scoring("protein").matrix
         go, ge = (int(x) for x in rng.integers(0, 6, 2))
-        assert dp._pair_score(a, n, b, m, mat, go, ge, dp.MODES[mode]) == dp_rows.pair_score_rows(
-            a, n, b, m, mat, go, ge, dp.MODES[mode]
-        )
+        args = (a, n, b, m, mat, go, ge, MODE_CODES[mode])
+        assert dp.pair_score_scalar(*args) == dp_rows.pair_score_rows(*args)
 
 
 def test_prefix_max_equals_a_running_maximum():
@@ -252,8 +255,8 @@ def test_prefix_max_equals_a_running_maximum():
     for m in list(range(42)) + [301, 1000]:
         u = rng.integers(-(1 << 30), 1 << 30, m + 1).astype(np.int32)
         e = np.full(m + 1, 7, np.int32)
-        dp_rows._prefix_max(u, e, m)
-        want = np.maximum.accumulate(np.maximum(u[:m], dp_rows.NEG))
+        dp_rows.prefix_max(u, e, m)
+        want = np.maximum.accumulate(np.maximum(u[:m], NEG))
         assert e[0] == 7 and np.array_equal(e[1:], want)
 
 
@@ -273,9 +276,9 @@ def test_path_score_of_the_optimal_path_is_the_dp_score():
         )
         ra, rb = _residue_factors(rng, n, m)
         ops = np.zeros(n + m, np.uint8)
-        score, k, *_ = dp._profile_align(S, oa, ca, ob, cb, ra, rb, ext, dp.GLOBAL, ops)
-        assert dp.path_score(S, oa, ca, ob, cb, ra, rb, ext, ops, k) == score
+        score, k, *_ = dp.profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)
+        assert path_score(S, oa, ca, ob, cb, ra, rb, ext, ops, k) == score
         # any other path scores no higher
         other = rng.permutation([0] * min(n, m) + [1] * (n - min(n, m)) + [2] * (m - min(n, m)))
         other = other.astype(np.uint8)
-        assert dp.path_score(S, oa, ca, ob, cb, ra, rb, ext, other, len(other)) <= score
+        assert path_score(S, oa, ca, ob, cb, ra, rb, ext, other, len(other)) <= score

@@ -7,9 +7,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from torchmsa.config import ExecutionPolicy, TreeConfig
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.kmer import kmer_distance_matrix
-from torchmsa.parttree import _merge_close, parttree, parttree_tree
+from torchmsa.parttree import merge_close, parttree, parttree_tree
 from torchmsa.sequences import SequenceBatch
 from torchmsa.tree import build_tree
 
@@ -115,10 +116,10 @@ def test_close_references_merge():
     # refs 0-1 and 2-3 join low, 4 alone: two merged groups and one single
     children = np.array([[0, 1], [2, 3], [5, 6], [4, 7]])
     heights = np.array([0.05, 0.1, 0.3, 0.4])
-    label, (top, top_h) = _merge_close((children, heights), 0.5)
+    label, (top, top_h) = merge_close((children, heights), 0.5)
     assert label.tolist() == [0, 0, 1, 1, 2]
     assert top.tolist() == [[0, 1], [2, 3]] and top_h.tolist() == [0.3, 0.4]
-    label, (top, _) = _merge_close((children, np.zeros(4)), 0.5)
+    label, (top, _) = merge_close((children, np.zeros(4)), 0.5)
     assert label.tolist() == [0, 1, 2, 3, 4] and top.tolist() == children.tolist()
 
 
@@ -171,6 +172,50 @@ def test_one_sequence_and_parttree_tree_names():
     tree = parttree_tree(batch, backend="cpu")
     assert tree.names == batch.names
     check_valid(tree, 10)
+
+
+def test_defaults_come_from_the_tree_config():
+    # align's PartTree: MAFFT's modified UPGMA, 50 references, leaves of 500
+    config = TreeConfig()
+    assert (config.parttree_linkage, config.parttree_n_ref, config.parttree_leaf_size) == (
+        "upgma_mafft",
+        50,
+        500,
+    )
+    seqs = clusters([6, 9, 5], 60, 2, rate=0.25)
+    batch = SequenceBatch.from_input(seqs, "protein")
+    assert (
+        parttree(batch, backend="cpu").newick()
+        == parttree(batch, method="upgma_mafft", backend="cpu").newick()
+    )
+    assert (
+        parttree(batch, backend="cpu").newick()
+        != parttree(batch, method="upgma", backend="cpu").newick()
+    )
+    small = TreeConfig(parttree_n_ref=5, parttree_leaf_size=8, parttree_linkage="single")
+    big = SequenceBatch.from_input(clusters([12, 10, 14], 50, 5, rate=0.2), "protein")
+    want = parttree(big, n_ref=5, leaf_size=8, method="single", backend="cpu")
+    assert parttree(big, config=small, backend="cpu").newick() == want.newick()
+    assert parttree_tree(big, "cpu", config=small).newick() == want.newick()
+    # the merge fraction is a tree setting: merging references up to 0.9 of the root's height
+    # changes this tree
+    apart = TreeConfig(parttree_n_ref=5, parttree_leaf_size=8, parttree_merge_fraction=0.9)
+    assert (
+        parttree(big, config=apart, backend="cpu").newick()
+        != parttree(big, n_ref=5, leaf_size=8, backend="cpu").newick()
+    )
+
+
+def test_counting_policy_never_changes_the_tree():
+    batch = SequenceBatch.from_input(clusters([30, 25, 40], 80, 9, rate=0.2), "protein")
+    want = parttree(batch, n_ref=8, leaf_size=12, backend="cpu")
+    for policy in (
+        ExecutionPolicy(parttree_dense_pairs=1, parttree_pair_chunk=3),
+        ExecutionPolicy(parttree_dense_pairs=1 << 40, parttree_pair_chunk=1),
+    ):
+        got = parttree(batch, n_ref=8, leaf_size=12, backend="cpu", policy=policy)
+        assert np.array_equal(got.children, want.children)
+        assert np.array_equal(got.lengths, want.lengths)
 
 
 @pytest.mark.parametrize(

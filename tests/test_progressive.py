@@ -1,27 +1,50 @@
 """The level-batched progressive pass against a plain-Python merge of one node at a time."""
 
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
 
 from tests import oracles
-from tests.test_refine import _oracle_side
-from torchmsa import progressive
+from tests.test_refine import oracle_side
 from torchmsa.alphabet import PROTEIN
-from torchmsa.cpu.dp_rows import OCC_SHIFT
+from torchmsa.config import ExecutionPolicy, MemoryBudget
+from torchmsa.constants import OCC_SHIFT
 from torchmsa.pipeline import profile_scoring
-from torchmsa.progressive import Forest, ResidueTable, _ranges, _upload, progressive_align
+from torchmsa.progressive import Forest, ResidueTable, progressive_align
+from torchmsa.progressive.host import HostRun, run_on_host
+from torchmsa.progressive.level import align_level, split_level
+from torchmsa.progressive.nodes import Nodes, ranges, upload
 from torchmsa.tree import build_tree
 
 GAP = PROTEIN.gap_code
+CPU = torch.device("cpu")
 
 
-def _numba_cells(monkeypatch, cells):
+def _numba_cells(cells, **fields) -> ExecutionPolicy:
     """Levels and pairs of at most ``cells`` DP cells run in numba (-1: none, 1 << 40: all)."""
-    from torchmsa import progressive
+    return ExecutionPolicy(cpu_level_cells=cells, cpu_pair_cells=cells, **fields)
 
-    monkeypatch.setattr(progressive, "CPU_LEVEL_CELLS", cells)
-    monkeypatch.setattr(progressive, "CPU_PAIR_CELLS", cells)
+
+def _stages(fn):
+    """``fn()`` and how often each ``torchmsa.*`` stage ran in it (profiler events)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = fn()
+    return out, Counter(e.name for e in prof.events() if e.name.startswith("torchmsa."))
+
+
+@pytest.fixture
+def poisoned_empty(monkeypatch):
+    """``torch.empty`` returns buffers full of garbage (flash-linear-attention's habit): code
+    that reads memory it never wrote gives wrong alignments."""
+    real = torch.empty
+
+    def empty(*args, **kwargs):
+        out = real(*args, **kwargs)
+        return out.fill_(-7777 if out.dtype not in (torch.bool, torch.uint8) else 77)
+
+    monkeypatch.setattr(torch, "empty", empty)
 
 
 def _oracle(seqs, tree, weights, scoring, record=None, library=(), cw=0):
@@ -42,7 +65,7 @@ def _oracle(seqs, tree, weights, scoring, record=None, library=(), cw=0):
                 sides.append(([], [], sum(w), [0], [0], [0]))  # its one boundary: weight 0
                 continue
             args = (n_alpha, scoring.gap_open, scoring.terminal)
-            sides.append(_oracle_side(range(len(rows)), codes, w, *args))
+            sides.append(oracle_side(range(len(rows)), codes, w, *args))
         (ka, pa, wa, oa, ca, ra), (kb, pb, wb, ob, cb, rb) = sides
         da = [min(wa, sum(p) << OCC_SHIFT) for p in pa]  # the occupancy floor's divisors
         db = [min(wb, sum(p) << OCC_SHIFT) for p in pb]
@@ -100,9 +123,8 @@ def _family(rng, n, length, empty=False):
     return seqs
 
 
-def _run(jobs, scoring, backend="cpu", calls=None, consistency=None):
-    """``progressive_align`` over several jobs at once; each job's rows. ``calls`` (a list) gets
-    each level's ids and DP inputs."""
+def _run(jobs, scoring, backend="cpu", consistency=None, policy=None, budget=None):
+    """``progressive_align`` over several jobs at once; each job's rows."""
     seqs = [s for job, _, _ in jobs for s in job]
     width = max(1, max(len(s) for s in seqs))
     codes = torch.full((len(seqs), width), GAP, dtype=torch.uint8)
@@ -112,25 +134,23 @@ def _run(jobs, scoring, backend="cpu", calls=None, consistency=None):
     table = ResidueTable.from_batch(codes, lengths)
     forest = Forest.from_trees([t for _, t, _ in jobs], [len(j) for j, _, _ in jobs])
     weights = torch.tensor([w for _, _, ws in jobs for w in ws])
-    if calls is not None:
-        real = progressive.profile_align
-
-        def spy(*args, **kwargs):
-            calls.append((forest.levels[len(calls)], [a for a in args]))
-            return real(*args, **kwargs)
-
-        progressive.profile_align = spy
-    try:
-        cons = None if consistency is None else consistency(forest)
-        widths = progressive_align(table, lengths, forest, weights, scoring, backend, None, cons)
-    finally:
-        if calls is not None:
-            progressive.profile_align = real
+    cons = None if consistency is None else consistency(forest)
+    widths = progressive_align(
+        table, lengths, forest, weights, scoring, backend, None, cons, policy=policy, budget=budget
+    )
     out, first = [], 0
     for (job, _, _), w in zip(jobs, widths):
         out.append(table.codes_matrix(first, len(job), w, GAP).tolist())
         first += len(job)
     return out
+
+
+def _codes(seqs):
+    width = max(1, max(len(s) for s in seqs))
+    codes = torch.full((len(seqs), width), GAP, dtype=torch.uint8)
+    for r, s in enumerate(seqs):
+        codes[r, : len(s)] = torch.tensor(s, dtype=torch.uint8)
+    return codes, torch.tensor([len(s) for s in seqs])
 
 
 def _tree(rng, n):
@@ -140,25 +160,20 @@ def _tree(rng, n):
     return build_tree(d, str(rng.choice(["upgma", "single", "nj"])))
 
 
-# CPU_LEVEL_CELLS -1: every level as batched tensor operations; 1 << 40: every level node by
+# cpu_level_cells -1: every level as batched tensor operations; 1 << 40: every level node by
 # node in numba (cpu/merge.py); 60: both, small levels in numba between larger ones
 PATHS = [-1, 60, 1 << 40]
 
 
 @pytest.mark.parametrize("cells", PATHS)
 @pytest.mark.parametrize("pool_rows", [1024, 4])
-@pytest.mark.parametrize("fill", [None, -7777], ids=["empty", "garbage"])
-def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows, cells, fill):
+@pytest.mark.parametrize("fill", [False, True], ids=["empty", "garbage"])
+def test_progressive_matches_the_plain_python_merges(request, pool_rows, cells, fill):
     # a tiny pool forces it to drop consumed nodes and grow many times; pools are not cleared,
     # so buffers full of garbage must give the same alignments (nothing read before written)
-    monkeypatch.setattr(progressive, "POOL_ROWS", pool_rows)
-    if fill is not None:
-        monkeypatch.setattr(
-            progressive,
-            "_pool_tensor",
-            lambda shape, dtype, dev: torch.full(shape, fill, dtype=dtype, device=dev),
-        )
-    _numba_cells(monkeypatch, cells)
+    if fill:
+        request.getfixturevalue("poisoned_empty")
+    policy = _numba_cells(cells, pool_rows=pool_rows)
     rng = np.random.default_rng(5)
     scoring = profile_scoring(PROTEIN)
     jobs = []
@@ -166,18 +181,21 @@ def test_progressive_matches_the_plain_python_merges(monkeypatch, pool_rows, cel
         seqs = _family(rng, n, length, empty)
         tree = _tree(rng, n) if n > 1 else None
         jobs.append((seqs, tree, [int(w) for w in rng.integers(1, 5000, n)]))
-    got = _run(jobs, scoring)
+    got, stages = _stages(lambda: _run(jobs, scoring, policy=policy))
     for (seqs, tree, weights), rows in zip(jobs, got):
         want = [list(s) for s in seqs] if tree is None else _oracle(seqs, tree, weights, scoring)
         assert rows == want
+    assert stages["torchmsa.progressive_pass"] == 1
+    if cells in (-1, 1 << 40):  # every level on one path
+        assert (stages["torchmsa.progressive_host"] > 0) == (cells > 0)
+        assert (stages["torchmsa.progressive_level"] > 0) == (cells < 0)
 
 
 @pytest.mark.parametrize("cells", PATHS)
 @pytest.mark.parametrize("lone", [0, 1 << 62], ids=["threaded", "serial"])
-def test_chain_tree_of_many_levels(monkeypatch, cells, lone):
-    _numba_cells(monkeypatch, cells)
+def test_chain_tree_of_many_levels(cells, lone):
     # lone 0: every numba level of one pair computes its scores on all threads
-    monkeypatch.setattr(progressive, "LONE_PAIR_CELLS", lone)
+    policy = _numba_cells(cells, lone_pair_cells=lone)
     # single linkage on equal distances chains: one node per level, as in large families
     rng = np.random.default_rng(8)
     scoring = profile_scoring(PROTEIN)
@@ -185,75 +203,99 @@ def test_chain_tree_of_many_levels(monkeypatch, cells, lone):
     tree = build_tree(np.ones((12, 12)) - np.eye(12), "single")
     assert len(tree.levels()) == 11
     weights = [int(w) for w in rng.integers(1, 100, 12)]
-    calls, record = [], {}
-    (rows,) = _run([(seqs, tree, weights)], scoring, calls=calls)
+    record = {}
+    (rows,), stages = _stages(lambda: _run([(seqs, tree, weights)], scoring, policy=policy))
     assert rows == _oracle(seqs, tree, weights, scoring, record)
+    batched = stages["torchmsa.progressive_level"]
     if cells >= 0:  # levels in numba make no batched DP calls
-        assert len(calls) < len(tree.levels()) and (cells < 1 << 40 or not calls)
+        assert batched < len(tree.levels()) and (cells < 1 << 40 or not batched)
         return
-    assert len(calls) == len(tree.levels())
-    # every merge's scores, gap costs and residue factors, not only the end result
-    for ids, args in calls:
-        S, s_off, n, m, open_a, close_a, a_off, open_b, close_b, b_off, _, _, res, _ = args
+    assert batched == len(tree.levels())
+    # every merge's scores, gap costs and residue factors, not only the end result: the
+    # batched levels one by one
+    codes, lengths = _codes(seqs)
+    forest = Forest.from_trees([tree], [12])
+    st = Nodes(
+        ResidueTable.from_batch(codes, lengths),
+        lengths,
+        forest,
+        torch.tensor(weights),
+        scoring.matrix.shape[0],
+    )
+    for ids in forest.levels:
+        pairs = np.concatenate([forest.children[ids - 12], ids[:, None]], 1)
+        *_, inputs = align_level(st, pairs, scoring, CPU, "cpu")
+        S, s_off, n, m, opening, closing, a_off, b_off, res = inputs
         for p, node in enumerate(ids.tolist()):
             want_s, oa, ca, ra, ob, cb, rb = record[node]
             n_p, m_p, lo = int(n[p]), int(m[p]), int(s_off[p])
             assert S[lo : lo + n_p * m_p].view(n_p, m_p).tolist() == [list(r) for r in want_s]
             for flat, off, size, want in (
-                (open_a, a_off, n_p, oa),
-                (close_a, a_off, n_p, ca),
-                (open_b, b_off, m_p, ob),
-                (close_b, b_off, m_p, cb),
+                (opening, a_off, n_p, oa),
+                (closing, a_off, n_p, ca),
+                (opening, b_off, m_p, ob),
+                (closing, b_off, m_p, cb),
                 (res, a_off, n_p, ra),
                 (res, b_off, m_p, rb),
             ):
                 assert flat[int(off[p]) : int(off[p]) + size + 1].tolist() == list(want)
 
 
-def test_numba_runs_are_cut_where_their_reserved_rows_would_pass_the_limit(monkeypatch):
+def test_numba_runs_are_cut_where_their_reserved_rows_would_pass_the_limit():
     """Down a chain every parent's bound is the leaves' lengths summed, so one long run would
     reserve rows quadratic in the chain's length; cut runs keep each reservation near
-    ``RUN_ROWS`` and give the same alignment."""
-    _numba_cells(monkeypatch, 1 << 40)
+    ``run_rows`` and give the same alignment."""
     rng = np.random.default_rng(9)
     scoring = profile_scoring(PROTEIN)
     seqs = _family(rng, 16, 10)
     tree = build_tree(np.ones((16, 16)) - np.eye(16), "single")
     weights = [int(w) for w in rng.integers(1, 100, 16)]
-    reserved = []
-    real = progressive._cpu_run
-
-    def spy(st, levels, bound, *args):
-        reserved.append((int(sum(bound[lv[:, 2]].sum() for lv in levels)), len(levels)))
-        return real(st, levels, bound, *args)
-
-    monkeypatch.setattr(progressive, "_cpu_run", spy)
-    monkeypatch.setattr(progressive, "RUN_ROWS", 1 << 62)
-    (whole,) = _run([(seqs, tree, weights)], scoring)
-    assert len(reserved) == 1 and reserved[0][0] > 500  # one run, bounds summed down the chain
-    reserved.clear()
-    monkeypatch.setattr(progressive, "RUN_ROWS", 60)
-    (cut,) = _run([(seqs, tree, weights)], scoring)
-    assert cut == whole == _oracle(seqs, tree, weights, scoring)
-    assert len(reserved) > 3
-    assert all(rows <= 60 or n_levels == 1 for rows, n_levels in reserved)
+    job = [(seqs, tree, weights)]
+    whole, stages = _stages(lambda: _run(job, scoring, policy=_numba_cells(1 << 40)))
+    assert stages["torchmsa.progressive_host"] == 1
+    cut, stages = _stages(lambda: _run(job, scoring, policy=_numba_cells(1 << 40, run_rows=60)))
+    assert cut == whole == [_oracle(seqs, tree, weights, scoring)]
+    assert stages["torchmsa.progressive_host"] > 3
+    # the runs themselves: each reserves at most run_rows, unless it holds a single level
+    codes, lengths = _codes(seqs)
+    forest = Forest.from_trees([tree], [16])
+    for run_rows, most in ((1 << 62, None), (60, 60)):
+        st = Nodes(
+            ResidueTable.from_batch(codes, lengths), lengths, forest, torch.tensor(weights), 20
+        )
+        run = HostRun(st, ExecutionPolicy(run_rows=run_rows), 1 << 62)
+        reserved = []
+        for ids in forest.levels:
+            pairs = np.concatenate([forest.children[ids - 16], ids[:, None]], 1)
+            assert run.small(pairs)
+            if run.full_with(pairs):
+                reserved.append((run.rows, len(run.levels)))
+                run.align(scoring)
+            run.add(pairs)
+        reserved.append((run.rows, len(run.levels)))
+        run.align(scoring)
+        if most is None:
+            assert len(reserved) == 1 and reserved[0][0] > 500  # bounds summed down the chain
+        else:
+            assert len(reserved) > 3
+            assert all(rows <= most or n_levels == 1 for rows, n_levels in reserved)
 
 
 def test_ranges_and_upload():
     starts, sizes = np.array([5, 0, 9]), np.array([2, 0, 3])
-    assert _ranges(starts, sizes).tolist() == [5, 6, 9, 10, 11]
-    assert _ranges(starts, np.zeros(3, np.int64)).tolist() == []
-    v = _upload(torch.device("cpu"), a=np.arange(3), b=np.array([True, False]), c=[])
+    assert ranges(starts, sizes).tolist() == [5, 6, 9, 10, 11]
+    assert ranges(starts, np.zeros(3, np.int64)).tolist() == []
+    v = upload(torch.device("cpu"), a=np.arange(3), b=np.array([True, False]), c=[])
     assert v["a"].tolist() == [0, 1, 2] and v["b"].tolist() == [1, 0] and v["c"].numel() == 0
 
 
 @pytest.mark.parametrize("cells", PATHS)
-def test_consistency_tiles_join_the_progressive_scores(monkeypatch, cells):
+def test_consistency_tiles_join_the_progressive_scores(cells):
     # accurate mode: library entries between the two groups add to their columns' scores, in
     # the batched levels and the numba merges
     from torchmsa.consistency import Consistency, Library
 
-    _numba_cells(monkeypatch, cells)
+    policy = _numba_cells(cells)
     rng = np.random.default_rng(3)
     scoring = profile_scoring(PROTEIN)
     seqs = _family(rng, 6, 14, empty=True)
@@ -266,9 +308,14 @@ def test_consistency_tiles_join_the_progressive_scores(monkeypatch, cells):
         library.append((x, i, y, j, int(rng.integers(1, 65))))
     lib = Library(*[torch.tensor(v) for v in zip(*library)], dist=np.zeros((6, 6)))
     job = [(seqs, tree, weights)]
-    with_cons = _run(job, scoring, consistency=lambda f: Consistency([lib], [tree], [6], f, 400))
+    with_cons = _run(
+        job,
+        scoring,
+        consistency=lambda f: Consistency([lib], [tree], [6], f, 400),
+        policy=policy,
+    )
     assert with_cons[0] == _oracle(seqs, tree, weights, scoring, library=library, cw=400)
-    assert with_cons != _run(job, scoring)  # the library changed the alignment
+    assert with_cons != _run(job, scoring, policy=policy)  # the library changed the alignment
 
 
 def _library(rng, seqs, count):
@@ -290,7 +337,7 @@ def _library(rng, seqs, count):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_numba_merges_with_consistency_equal_the_batched_levels(monkeypatch, seed):
+def test_numba_merges_with_consistency_equal_the_batched_levels(seed):
     # several jobs, each with its library; the numba path must run and change nothing
     from torchmsa.consistency import Consistency
 
@@ -302,29 +349,27 @@ def test_numba_merges_with_consistency_equal_the_batched_levels(monkeypatch, see
         jobs.append((seqs, _tree(rng, n), [int(w) for w in rng.integers(1, 9000, n)]))
         libs.append(_library(rng, seqs, 40 * n))
     trees, sizes = [t for _, t, _ in jobs], [len(j) for j, _, _ in jobs]
-    ran = {"numba": 0}
-    real = progressive._cpu_run
 
-    def counted(*args, **kwargs):
-        ran["numba"] += args[-1] is not None or kwargs.get("track") is not None
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(progressive, "_cpu_run", counted)
-    got = {}
-    for cells in PATHS:
-        _numba_cells(monkeypatch, cells)
-        got[cells] = _run(
-            jobs, scoring, consistency=lambda f: Consistency(libs, trees, sizes, f, 16)
+    def run(policy):
+        return _run(
+            jobs,
+            scoring,
+            consistency=lambda f: Consistency(libs, trees, sizes, f, 16),
+            policy=policy,
         )
-    monkeypatch.setattr(progressive, "LONE_PAIR_CELLS", 0)  # one-pair levels on all threads
-    lone = _run(jobs, scoring, consistency=lambda f: Consistency(libs, trees, sizes, f, 16))
+
+    got, host_runs = {}, 0
+    for cells in PATHS:
+        got[cells], stages = _stages(lambda c=cells: run(_numba_cells(c)))
+        host_runs += stages["torchmsa.progressive_host"]
+    lone = run(_numba_cells(60, lone_pair_cells=0))  # one-pair levels on all threads
     assert got[-1] == got[60] == got[1 << 40] == lone
-    assert ran["numba"] > 0
+    assert host_runs > 0
     assert got[-1] != _run(jobs, scoring)  # the libraries changed the alignments
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_numba_merges_equal_the_batched_levels(monkeypatch, seed):
+def test_numba_merges_equal_the_batched_levels(seed):
     # larger families than the oracle can take, ragged ends, gap costs that depend on them
     rng = np.random.default_rng(100 + seed)
     scoring = profile_scoring(PROTEIN, gap_open=6.0)
@@ -332,39 +377,51 @@ def test_numba_merges_equal_the_batched_levels(monkeypatch, seed):
     for n in (30, 17, 2):
         seqs = _family(rng, n, 40, empty=seed == 0)
         jobs.append((seqs, _tree(rng, n), [int(w) for w in rng.integers(1, 9000, n)]))
-    got = {}
-    for cells in PATHS:
-        _numba_cells(monkeypatch, cells)
-        got[cells] = _run(jobs, scoring)
+    got = {cells: _run(jobs, scoring, policy=_numba_cells(cells)) for cells in PATHS}
     assert got[-1] == got[60] == got[1 << 40]
 
 
-def test_numba_and_batched_merges_store_the_same_profiles(monkeypatch):
+def test_extreme_policies_and_budgets_give_the_same_alignments():
+    # placement and batching never change a result: everything on the host, everything
+    # batched, tiny pools, runs of one level, levels split pair by pair
+    rng = np.random.default_rng(41)
+    scoring = profile_scoring(PROTEIN)
+    jobs = []
+    for n in (21, 8, 1, 3):
+        seqs = _family(rng, n, 25, empty=n == 8)
+        tree = _tree(rng, n) if n > 1 else None
+        jobs.append((seqs, tree, [int(w) for w in rng.integers(1, 3000, n)]))
+    want = _run(jobs, scoring)
+    for policy, budget in (
+        (_numba_cells(1 << 40, run_rows=1, pool_rows=1, lone_pair_cells=0), None),
+        (_numba_cells(-1, pool_rows=1), MemoryBudget(host_bytes=1 << 16)),
+        (_numba_cells(200, cpu_device_pair_cells=50), MemoryBudget(host_bytes=1 << 40)),
+    ):
+        assert _run(jobs, scoring, policy=policy, budget=budget) == want
+
+
+def test_numba_and_batched_merges_store_the_same_profiles():
     # every node's profile and boundary weights, not only the alignment they lead to
-    monkeypatch.setattr(progressive, "POOL_ROWS", 1 << 16)  # nothing is dropped
     rng = np.random.default_rng(21)
     scoring = profile_scoring(PROTEIN, gap_open=6.0)
     seqs = _family(rng, 24, 30, empty=True)
     tree = _tree(rng, 24)
-    width = max(len(s) for s in seqs)
-    codes = torch.full((24, width), GAP, dtype=torch.uint8)
-    for r, s in enumerate(seqs):
-        codes[r, : len(s)] = torch.tensor(s, dtype=torch.uint8)
-    lengths = torch.tensor([len(s) for s in seqs])
+    codes, lengths = _codes(seqs)
     forest = Forest.from_trees([tree], [24])
     weights = torch.from_numpy(rng.integers(1, 9000, 24))
     states = []
     for numba in (False, True):
         table = ResidueTable.from_batch(codes, lengths)
-        st = progressive._Nodes(table, lengths, forest, weights, scoring.matrix.shape[0])
+        # a pool large enough that nothing is dropped
+        st = Nodes(table, lengths, forest, weights, scoring.matrix.shape[0], pool_rows=1 << 16)
         for level in forest.levels:
             pairs = np.concatenate([forest.children[level - 24], level[:, None]], 1)
             if numba:
                 bound = st.cols.copy()
                 bound[pairs[:, 2]] = bound[pairs[:, 0]] + bound[pairs[:, 1]]
-                progressive._cpu_run(st, [pairs], bound, scoring)
+                run_on_host(st, [pairs], bound, scoring)
             else:
-                progressive._level(st, pairs, scoring, torch.device("cpu"), "cpu")
+                align_level(st, pairs, scoring, CPU, "cpu")
         states.append(st)
     a, b = states
     assert np.array_equal(a.cols, b.cols) and np.array_equal(a.w, b.w)
@@ -378,36 +435,44 @@ def test_numba_and_batched_merges_store_the_same_profiles(monkeypatch):
         assert torch.equal(ba, bb), node
 
 
-def test_levels_split_to_fit_memory_give_the_same_alignment(monkeypatch):
+def test_levels_split_to_fit_memory_give_the_same_alignment():
     rng = np.random.default_rng(31)
     scoring = profile_scoring(PROTEIN)
-    jobs = [(_family(rng, 20, 30), None, [int(w) for w in rng.integers(1, 500, 20)])]
-    jobs = [(s, _tree(rng, 20), w) for s, _, w in jobs]
-    _numba_cells(monkeypatch, -1)
-    whole = _run(jobs, scoring)
-    sizes = []
-    real = progressive._level
-
-    def spy(st, pairs, *args, **kwargs):
-        sizes.append(len(pairs))
-        return real(st, pairs, *args, **kwargs)
-
-    monkeypatch.setattr(progressive, "_level", spy)
+    seqs = _family(rng, 20, 30)
+    tree = _tree(rng, 20)
+    jobs = [(seqs, tree, [int(w) for w in rng.integers(1, 500, 20)])]
+    batched = _numba_cells(-1)
+    whole = _run(jobs, scoring, policy=batched)
     # room for a few pairs of 30-column profiles at a time: the first levels are split
-    monkeypatch.setattr(progressive, "memory_budget", lambda device: 2 * 30 * 30 * 32 + 10**5)
-    assert _run(jobs, scoring) == whole
-    assert len(sizes) > len(jobs[0][1].levels()) and max(sizes) < len(jobs[0][1].levels()[0])
+    budget = MemoryBudget(host_bytes=2 * 30 * 30 * 32 + 10**5)
+    split, stages = _stages(lambda: _run(jobs, scoring, policy=batched, budget=budget))
+    assert split == whole
+    assert stages["torchmsa.progressive_level"] > len(tree.levels())
+    codes, lengths = _codes(seqs)
+    forest = Forest.from_trees([tree], [20])
+    st = Nodes(
+        ResidueTable.from_batch(codes, lengths),
+        lengths,
+        forest,
+        torch.ones(20),
+        scoring.matrix.shape[0],
+    )
+    first = np.concatenate([forest.children[forest.levels[0] - 20], forest.levels[0][:, None]], 1)
+    parts = split_level(st, first, CPU, budget)
+    assert len(parts) > 1 and np.array_equal(np.concatenate(parts), first)
+    (whole_level,) = split_level(st, first, CPU, MemoryBudget(host_bytes=1 << 40))
+    assert np.array_equal(whole_level, first)
 
 
-def test_a_merge_larger_than_memory_is_a_resource_error(monkeypatch):
+def test_a_merge_larger_than_memory_is_a_resource_error():
     from torchmsa.errors import ResourceError
 
-    _numba_cells(monkeypatch, -1)
-    monkeypatch.setattr(progressive, "memory_budget", lambda device: 1000)
     rng = np.random.default_rng(2)
     seqs = _family(rng, 3, 20)
-    with pytest.raises(ResourceError, match="merging two profiles of"):
-        _run([(seqs, _tree(rng, 3), [1, 1, 1])], profile_scoring(PROTEIN))
+    job = [(seqs, _tree(rng, 3), [1, 1, 1])]
+    tiny = MemoryBudget(host_bytes=1000)
+    with pytest.raises(ResourceError, match="merging two profiles of.*host_bytes"):
+        _run(job, profile_scoring(PROTEIN), policy=_numba_cells(-1), budget=tiny)
 
 
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")

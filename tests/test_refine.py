@@ -3,10 +3,14 @@ import pytest
 import torch
 
 from torchmsa.alphabet import PROTEIN, encode
-from torchmsa.cpu.dp_rows import OCC_SHIFT
+from torchmsa.config import ExecutionPolicy, MemoryBudget, RefineConfig
+from torchmsa.constants import OCC_SHIFT
+from torchmsa.cpu.rules.path_score import path_score
 from torchmsa.pipeline import profile_scoring
 from torchmsa.progressive import quantize_weights
 from torchmsa.refine import partitions, refine
+from torchmsa.refine.evaluate import State, evaluate_partitions
+from torchmsa.refine.host import HostEdges
 from torchmsa.tree import build_tree
 
 GAP = PROTEIN.gap_code
@@ -22,6 +26,16 @@ def _codes(rows):
 def _rows(codes):
     letters = PROTEIN.letters + "-"
     return ["".join(letters[c] for c in row) for row in codes.tolist()]
+
+
+def _stages(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` and how often each ``torchmsa.*`` stage ran in it (profiler
+    events)."""
+    from collections import Counter
+
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = fn(*args, **kwargs)
+    return out, Counter(e.name for e in prof.events() if e.name.startswith("torchmsa."))
 
 
 def _tree(n, seed=0):
@@ -77,7 +91,7 @@ def test_refine_leaves_an_optimal_alignment_alone():
         assert torch.equal(new, codes)
 
 
-def _oracle_side(rows, codes, weights, n_alpha, gap_open, terminal):
+def oracle_side(rows, codes, weights, n_alpha, gap_open, terminal):
     """Plain Python: kept columns, profile, weight, gap costs and residue factors of a group."""
     width = len(codes[0])
     keep = [c for c in range(width) if any(codes[r][c] != GAP for r in rows)]
@@ -108,13 +122,14 @@ def _oracle_side(rows, codes, weights, n_alpha, gap_open, terminal):
     return keep, prof, w, opening, close, res
 
 
+def _each_edge(host, codes, rows):
+    return [host.evaluate(codes, rows[k : k + 1]) for k in range(len(rows))]
+
+
 @pytest.mark.parametrize("evaluator", ["batched", "numba", "numba-lone"])
-def test_partition_evaluation_matches_a_plain_python_oracle(evaluator, monkeypatch):
+def test_partition_evaluation_matches_a_plain_python_oracle(evaluator):
     from tests import oracles
-    from torchmsa import refine as refine_module
     from torchmsa.consistency import Library
-    from torchmsa.cpu import dp as cpu_dp
-    from torchmsa.refine import _Host, _State, evaluate_partitions
 
     rng = np.random.default_rng(11)
     n, width = 6, 14
@@ -142,7 +157,7 @@ def test_partition_evaluation_matches_a_plain_python_oracle(evaluator, monkeypat
     for cw, extend in ((0, None), (9, None), (9, 1.5)):
         scoring = profile_scoring(PROTEIN, gap_extend=extend)
         mat = scoring.matrix.tolist()
-        st = _State(
+        st = State(
             torch.tensor(codes, dtype=torch.uint8),
             w_t,
             GAP,
@@ -153,20 +168,22 @@ def test_partition_evaluation_matches_a_plain_python_oracle(evaluator, monkeypat
         if evaluator == "batched":
             diffs, w_a, w_b, ops = evaluate_partitions(st, sides, scoring, "cpu", cw)
         else:
-            host = _Host(sides, w_t, scoring, GAP, lib if cw else None, cw)
+            # numba-lone: one edge per call, its scores and tile over the threads
+            policy = ExecutionPolicy(threaded_edge_cells=-1 if evaluator == "numba-lone" else 0)
+            host = HostEdges(sides, w_t, scoring, GAP, lib if cw else None, cw, policy)
             t = torch.tensor(codes, dtype=torch.uint8)
             if evaluator == "numba":
                 diffs, w_a, w_b, ops = host.evaluate(t, rows)
-            else:  # one edge per call: its scores and tile over the threads
-                monkeypatch.setattr(refine_module, "THREADED_EDGE_CELLS", -1)
-                each = [host.evaluate(t, rows[k : k + 1]) for k in range(len(rows))]
+            else:
+                each, stages = _stages(_each_edge, host, t, rows)
+                assert stages["torchmsa.refine_host_edge"] == len(rows)
                 diffs, w_a, w_b, ops = ([e[i][0] for e in each] for i in range(4))
         for k, side in enumerate(sides.tolist()):
             rows_a = [r for r in range(n) if side[r]]
             rows_b = [r for r in range(n) if not side[r]]
             args = (codes.tolist(), weights, 20, scoring.gap_open, scoring.terminal)
-            ka, pa, wa, oa, ca, ra = _oracle_side(rows_a, *args)
-            kb, pb, wb, ob, cb, rb = _oracle_side(rows_b, *args)
+            ka, pa, wa, oa, ca, ra = oracle_side(rows_a, *args)
+            kb, pb, wb, ob, cb, rb = oracle_side(rows_b, *args)
             cons = [[0] * len(kb) for _ in ka]
             for x, i, y, j, w in ent:
                 if side[x] == side[y]:
@@ -192,21 +209,20 @@ def test_partition_evaluation_matches_a_plain_python_oracle(evaluator, monkeypat
             old = [0 if (c in ka and c in kb) else 1 if c in ka else 2 for c in range(width)]
             arrays = [np.asarray(v, dtype=np.int32) for v in (oa, ca, ob, cb, ra, rb)]
             S_np = np.asarray(S, dtype=np.int32).reshape(len(ka), len(kb))
-            now = cpu_dp.path_score(S_np, *arrays, ext, np.asarray(old, np.uint8), width)
+            now = path_score(S_np, *arrays, ext, np.asarray(old, np.uint8), width)
             assert (w_a[k], w_b[k]) == (wa, wb)
             assert diffs[k] == best - now
             new = ops[k].numpy()
-            assert cpu_dp.path_score(S_np, *arrays, ext, new, new.size) == best
+            assert path_score(S_np, *arrays, ext, new, new.size) == best
     assert floored  # the oracle's floor was exercised
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_numba_edge_evaluation_equals_the_batched_one(seed, monkeypatch):
+def test_numba_edge_evaluation_equals_the_batched_one(seed):
     """Every edge of a tree, with and without a library: the same gains, weights and paths;
-    the batch's consistency in one step (seed 0) or edge by edge (seeds 1, 2)."""
-    from torchmsa import refine as refine_module
+    the batch's consistency in one step (seed 0) or, under a tiny memory budget, in batches and
+    consistency steps of one edge (seeds 1, 2)."""
     from torchmsa.consistency import Library
-    from torchmsa.refine import _Host, _State, evaluate_partitions
 
     rng = np.random.default_rng(seed)
     n, width = 12, 60
@@ -231,19 +247,20 @@ def test_numba_edge_evaluation_equals_the_batched_one(seed, monkeypatch):
     lib = Library(*(torch.tensor(v) for v in zip(*ent)), dist=np.zeros((n, n)))
     scoring = profile_scoring(PROTEIN)
     t = torch.tensor(codes, dtype=torch.uint8)
-    if seed:
-        monkeypatch.setattr(refine_module, "CONS_BYTES", 1 << 40)
+    budget = MemoryBudget(host_bytes=1) if seed else None
     for cw in (0, 16):
         used = lib if cw else None
         lib_val = lib.w * weights[lib.x] * weights[lib.y]
-        st = _State(t, weights, GAP, scoring.matrix.shape[0], used, lib_val)
-        want = evaluate_partitions(st, sides, scoring, "cpu", cw)
-        host = _Host(sides, weights, scoring, GAP, used, cw)
+        st = State(t, weights, GAP, scoring.matrix.shape[0], used, lib_val)
+        want, stages = _stages(evaluate_partitions, st, sides, scoring, "cpu", cw, budget=budget)
+        assert stages["torchmsa.refine_batch"] == 1
+        host = HostEdges(sides, weights, scoring, GAP, used, cw)
         got = host.evaluate(t, torch.arange(len(sides)))
         assert got[:3] == want[:3]
         assert all(torch.equal(a, b) for a, b in zip(got[3], want[3]))
         for threaded in (2**62, -1):  # each edge alone, on one thread or spread over them
-            monkeypatch.setattr(refine_module, "THREADED_EDGE_CELLS", threaded)
+            policy = ExecutionPolicy(threaded_edge_cells=threaded)
+            host = HostEdges(sides, weights, scoring, GAP, used, cw, policy)
             for k in range(len(sides)):
                 one = host.evaluate(t, torch.tensor([k]))
                 assert [x[0] for x in one[:3]] == [x[k] for x in want[:3]]
@@ -255,9 +272,9 @@ def test_numba_edge_evaluation_equals_the_batched_one(seed, monkeypatch):
 def test_numba_path_merge_equals_the_tensor_one(seed):
     """``apply_path`` (host codes) and the tensor merge give the same alignment for random
     groups and paths, one group's rows empty included."""
-    from torchmsa.cpu.dp import OP_LEFT, OP_MATCH, OP_UP
-    from torchmsa.cpu.refine import apply_path
-    from torchmsa.refine import _apply_tensors
+    from torchmsa.constants import OP_LEFT, OP_MATCH, OP_UP
+    from torchmsa.cpu.rules.apply_path import apply_path
+    from torchmsa.ops.rules.apply_path import apply_path as apply_path_tensors
 
     rng = np.random.default_rng(seed)
     n, width = 9, 40
@@ -280,7 +297,7 @@ def test_numba_path_merge_equals_the_tensor_one(seed):
             path.append(op)
     ops = np.array(path, np.uint8)
     got = apply_path(codes, side, ops, GAP)
-    want = _apply_tensors(
+    want = apply_path_tensors(
         torch.from_numpy(codes), torch.from_numpy(side), torch.from_numpy(ops), GAP
     )
     assert np.array_equal(got, want.numpy())
@@ -307,3 +324,34 @@ def test_entries_by_row_lists_every_entry_under_both_rows_in_order():
         want += [(x[k], lib[3, k], lib[1, k], val[k]) for k in range(e) if y[k] == r]
         got = [tuple(by_row[:, t]) for t in range(row_ptr[r], row_ptr[r + 1])]
         assert got == want
+
+
+def test_refine_rounds_follow_ups_and_policies():
+    """Each round is a stage of its own; follow-ups add edges within a round; the placement
+    policy and a tiny memory budget change nothing."""
+    rng = np.random.default_rng(4)
+    core = "MKVLAAGHWTEQRDLLPSNAIFKCWGG"
+    rows = []
+    for _ in range(8):
+        cut = int(rng.integers(0, 4))
+        rows.append("-" * cut + core + "-" * (3 - cut))
+    codes = _codes(rows)
+    tree = _tree(8, 2)
+    weights = quantize_weights(tree.weights())
+    scoring = profile_scoring(PROTEIN)
+
+    def run(**kwargs):
+        return refine(codes, tree, weights, scoring, GAP, max_rounds=3, backend="cpu", **kwargs)
+
+    (new, applied), stages = _stages(run)
+    assert stages["torchmsa.refine"] == 1 and 1 <= stages["torchmsa.refine_round"] <= 3
+    assert applied >= 1 and [r.replace("-", "") for r in _rows(new)] == [core] * 8
+    (alone, applied_alone), stages = _stages(run, config=RefineConfig(follow_ups=0))
+    assert applied_alone <= stages["torchmsa.refine_round"]  # one edge a round at most
+    assert [r.replace("-", "") for r in _rows(alone)] == [core] * 8
+    for policy in (
+        ExecutionPolicy(host_cells=-1, host_edge_cells=-1, threaded_edge_cells=-1),
+        ExecutionPolicy(host_cells=1 << 62, host_edge_cells=1 << 62, max_batch_cells=1),
+    ):
+        again, n = run(policy=policy, budget=MemoryBudget(host_bytes=1))
+        assert torch.equal(again, new) and n == applied

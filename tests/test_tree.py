@@ -481,8 +481,8 @@ def tie_heavy(rng, n, values):
 
 @pytest.mark.interpreter
 def test_triton_single_linkage_equals_host(device):
-    from torchmsa._triton.linkage import single_linkage
     from torchmsa.cpu import tree as cpu_tree
+    from torchmsa.ops.linkage import single_linkage
 
     rng = np.random.default_rng(5)
     for n, values in ((1, 2), (2, 2), (3, 1), (17, 3), (20, 2), (33, 5), (40, 1000)):
@@ -491,7 +491,7 @@ def test_triton_single_linkage_equals_host(device):
         t = torch.from_numpy(d).to(device)
         before = t.clone()
         rounds = []
-        children, heights = single_linkage(t, rounds=rounds)
+        children, heights = single_linkage(t, "triton", rounds=rounds)
         assert (n > 1) <= rounds[0] <= np.ceil(np.log2(n)), (n, rounds)  # Borůvka's bound
         assert np.array_equal(children, want[0]), (n, values)
         assert np.array_equal(heights, want[1]), (n, values)
@@ -528,21 +528,20 @@ def test_tree_from_tensor_errors_are_build_trees(dist, match):
         tree_from_tensor(torch.from_numpy(dist), "upgma")
 
 
-def test_device_check_reads_every_block(monkeypatch):
+def test_device_check_reads_every_block():
     # the GPU's blockwise check (run here on CPU tensors): any bad off-diagonal entry, in
     # any block, fails it; the diagonal is ignored
-    from torchmsa.tree import _valid
+    from torchmsa.tree import valid_distances
 
     d = random_dist(np.random.default_rng(2), 9)
     for block in (1, 27, 81):  # 1, 3 and 9 rows per block
-        monkeypatch.setattr("torchmsa.tree.CHECK_BLOCK", block)
-        assert _valid(torch.from_numpy(d))
+        assert valid_distances(torch.from_numpy(d), block)
         for i, j, value in ((3, 3, np.nan), (8, 1, -0.5), (8, 7, np.inf), (0, 8, 5.0)):
             bad = d.copy()
             bad[i, j] = value
             if i != j and value < 0:
                 bad[j, i] = value
-            assert _valid(torch.from_numpy(bad)) == (i == j), (block, i, j, value)
+            assert valid_distances(torch.from_numpy(bad), block) == (i == j), (block, i, j, value)
 
 
 def test_tree_validates_its_arrays():

@@ -14,12 +14,13 @@ from Bio.Align import PairwiseAligner, substitution_matrices
 import torchmsa
 from torchmsa._triton import dp as tdp
 from torchmsa._triton import dp_plan
+from torchmsa.constants import GLOBAL, LOCAL, SEMIGLOBAL
 from torchmsa.cpu import dp as cdp
 from torchmsa.errors import ArgumentError, ResourceError
 from torchmsa.ops.backend import resolve_backend
 from torchmsa.scoring import get_scoring
 
-MODES = [cdp.GLOBAL, cdp.LOCAL, cdp.SEMIGLOBAL]
+MODES = [GLOBAL, LOCAL, SEMIGLOBAL]
 MODE_IDS = ["global", "local", "semiglobal"]
 AMINO = "ARNDCQEGHILKMFPSTWYV"
 # (lanes per pair, rows per lane, pairs per program, packed best cells, gap open, gap extend)
@@ -50,13 +51,12 @@ def poison_empty(monkeypatch):
 
 
 @pytest.fixture
-def shape(monkeypatch, request):
-    """Pin the launch shape and the best-cell tracking from a ``SHAPES`` entry."""
+def shape(request) -> dict:
+    """The launchers' options that pin the launch shape and the best-cell tracking of a
+    ``SHAPES`` entry."""
     config, packed = request.param
-    if config is not None:
-        q, r, pb = config
-        monkeypatch.setattr(dp_plan, "FORCE_CONFIG", dp_plan.Config(q=q, r=r, pb=pb))
-    monkeypatch.setattr(dp_plan, "PACKED_TRACKING", packed)
+    force = None if config is None else dp_plan.Config(*config)
+    return {"force_config": force, "packed_tracking": packed}
 
 
 def _matrix(rng, size=24, lo=-4, hi=6):
@@ -83,13 +83,15 @@ def _to(device, *tensors):
     return [t.to(device) for t in tensors]
 
 
-def _check_pairwise(device, rng, lengths_a, lengths_b, mat, go, ge, mode):
+def _check_pairwise(device, rng, lengths_a, lengths_b, mat, go, ge, mode, options=None):
+    """Triton against the CPU twin; ``options``: the launchers' keyword options."""
+    options = options or {}
     ca, la, cb, lb = _pairs(rng, lengths_a, lengths_b, mat.shape[0])
     ref_score = cdp.pairwise_score(ca, la, cb, lb, mat, go, ge, mode)
     ref_info, ref_ops = cdp.pairwise_align(ca, la, cb, lb, mat, go, ge, mode)
     args = _to(device, ca, la, cb, lb, mat)
-    score = tdp.pairwise_score(*args, go, ge, mode)
-    info, ops = tdp.pairwise_align(*args, go, ge, mode)
+    score = tdp.pairwise_score(*args, go, ge, mode, **options)
+    info, ops = tdp.pairwise_align(*args, go, ge, mode, **options)
     assert score.device.type == device and ops.device.type == device
     assert score.dtype == torch.int32 and info.dtype == torch.int32 and ops.dtype == torch.uint8
     for name, ref, got in [
@@ -113,7 +115,7 @@ def test_pairwise_matches_cpu(device, shape, go, ge, mode):
     rng = np.random.default_rng(100 + mode)
     lengths_a = [0, 0, 1, 3, 12, 9, 1, 7]
     lengths_b = [0, 5, 1, 12, 4, 9, 0, 8]
-    _check_pairwise(device, rng, lengths_a, lengths_b, _matrix(rng), go, ge, mode)
+    _check_pairwise(device, rng, lengths_a, lengths_b, _matrix(rng), go, ge, mode, shape)
 
 
 @pytest.mark.interpreter
@@ -122,7 +124,7 @@ def test_wide_substitution_scores(device, eb):
     rng = np.random.default_rng(eb)
     big = 1000 if eb == 16 else 100_000
     mat = _matrix(rng, lo=-big, hi=big)
-    _check_pairwise(device, rng, [6, 11, 2], [9, 4, 0], mat, 3 * big // 2, big // 4, cdp.LOCAL)
+    _check_pairwise(device, rng, [6, 11, 2], [9, 4, 0], mat, 3 * big // 2, big // 4, LOCAL)
 
 
 def _profile_batch(rng, ns, ms, lo=-20, hi=20, cost_hi=12):
@@ -149,12 +151,12 @@ def _residue_factors(rng, size):
     return torch.from_numpy(res.astype(np.int32))
 
 
-def _check_profile(device, batch, ext, mode, rng=None):
+def _check_profile(device, batch, ext, mode, rng=None, options=None):
     res = ()
     if rng is not None:  # gap costs scaled by the columns they face
         res = (_residue_factors(rng, batch[4].numel()), _residue_factors(rng, batch[7].numel()))
     ref = cdp.profile_align(*batch, ext, mode, *res)
-    got = tdp.profile_align(*_to(device, *batch), ext, mode, *_to(device, *res))
+    got = tdp.profile_align(*_to(device, *batch), ext, mode, *_to(device, *res), **(options or {}))
     for name, r, g in zip(("info", "ops", "ops_off"), ref, got):
         assert g.device.type == device and g.dtype == r.dtype, name
         assert torch.equal(r, g.cpu()), name
@@ -167,8 +169,8 @@ def _check_profile(device, batch, ext, mode, rng=None):
 def test_profile_matches_cpu(device, shape, mode):
     rng = np.random.default_rng(7 + mode)
     batch = _profile_batch(rng, [0, 1, 6, 10, 3], [4, 0, 1, 9, 10])
-    _check_profile(device, batch, int(rng.integers(0, 3)), mode)
-    _check_profile(device, batch, int(rng.integers(0, 3)), mode, rng)
+    _check_profile(device, batch, int(rng.integers(0, 3)), mode, options=shape)
+    _check_profile(device, batch, int(rng.integers(0, 3)), mode, rng, shape)
 
 
 @pytest.mark.interpreter
@@ -205,32 +207,32 @@ def test_empty_batch(device):
     z8, z32 = torch.zeros((0, 3), dtype=torch.uint8), torch.zeros(0, dtype=torch.int32)
     mat = get_scoring("protein").matrix
     args = _to(device, z8, z32, z8, z32, torch.from_numpy(mat.copy()))
-    assert tdp.pairwise_score(*args, 10, 1, cdp.LOCAL).shape == (0, 3)
-    info, ops = tdp.pairwise_align(*args, 10, 1, cdp.LOCAL)
+    assert tdp.pairwise_score(*args, 10, 1, LOCAL).shape == (0, 3)
+    info, ops = tdp.pairwise_align(*args, 10, 1, LOCAL)
     assert info.shape == (0, 6) and ops.shape == (0, 6)
 
 
 @pytest.mark.interpreter
-def test_small_memory_budget_splits_launches(device, monkeypatch):
-    monkeypatch.setattr(dp_plan, "FORCE_CONFIG", dp_plan.Config(q=2, r=4, pb=2))
-    monkeypatch.setattr(dp_plan, "CPU_BUDGET", 1200)
-    monkeypatch.setattr(dp_plan, "CUDA_BUDGET_FRACTION", 1200 / torch.cuda.mem_get_info()[0]
-                        if device == "cuda" else 0.5)  # fmt: skip
+def test_small_memory_budget_splits_launches(device):
+    # launches of 1,200 bytes of buffers: the caller's budget times LAUNCH_SHARE
+    budget = int(1200 / dp_plan.LAUNCH_SHARE)
+    options = {"force_config": dp_plan.Config(q=2, r=4, pb=2), "budget": budget}
     rng = np.random.default_rng(11)
     lengths_a, lengths_b, mat = [9, 10, 8, 2, 10], [10, 7, 9, 10, 3], _matrix(rng)
     args = _to(device, *_pairs(rng, lengths_a, lengths_b), mat)
-    assert len(dp_plan.plan(dp_plan.pair_args(*args, 10, 1, cdp.LOCAL), trace=True).chunks) > 2
-    _check_pairwise(device, rng, lengths_a, lengths_b, mat, 10, 1, cdp.LOCAL)
+    launch = dp_plan.plan(dp_plan.pair_args(*args, 10, 1, LOCAL), True, **options)
+    assert len(launch.chunks) > 2
+    _check_pairwise(device, rng, lengths_a, lengths_b, mat, 10, 1, LOCAL, options)
 
 
-def test_pair_too_large_raises_resource_error(monkeypatch):
-    monkeypatch.setattr(dp_plan, "CPU_BUDGET", 100)
+def test_pair_too_large_raises_resource_error():
     rng = np.random.default_rng(0)
     ca, la, cb, lb = _pairs(rng, [40], [30])
-    args = dp_plan.pair_args(ca, la, cb, lb, _matrix(rng), 10, 1, cdp.GLOBAL)
+    args = dp_plan.pair_args(ca, la, cb, lb, _matrix(rng), 10, 1, GLOBAL)
     with pytest.raises(ResourceError, match=r"DP of pair 0 \(40 x 30 cells\)") as err:
-        dp_plan.plan(args, trace=True)
-    assert err.value.available == 100 and err.value.needed > 100
+        dp_plan.plan(args, trace=True, budget=160)
+    assert err.value.available == int(160 * dp_plan.LAUNCH_SHARE) == 100
+    assert err.value.needed > 100
 
 
 @pytest.mark.gpu
@@ -274,12 +276,12 @@ def test_gpu_long_pair_runs_in_bounded_memory():
     rng = np.random.default_rng(40)
     mat = torch.from_numpy(get_scoring("protein").matrix.copy())
     ca, la, cb, lb = _pairs(rng, [12_000], [11_000], mat.shape[0])
-    ref = cdp.pairwise_score(ca, la, cb, lb, mat, 10, 1, cdp.LOCAL)
+    ref = cdp.pairwise_score(ca, la, cb, lb, mat, 10, 1, LOCAL)
     args = _to("cuda", ca, la, cb, lb, mat)
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
-    got = tdp.pairwise_score(*args, 10, 1, cdp.LOCAL)
+    got = tdp.pairwise_score(*args, 10, 1, LOCAL)
     peak = torch.cuda.max_memory_allocated() - base
     assert torch.equal(ref, got.cpu())
     assert peak < 16 * 2**20, f"score-only DP of 12,000 x 11,000 took {peak} bytes"
@@ -300,4 +302,4 @@ def test_length_beyond_codes_raises_argument_error():
     ca, la, cb, lb = _pairs(rng, [3, 4], [5, 2])
     la[1] = 9
     with pytest.raises(ArgumentError, match=r"`len_a\[1\]` is 9"):
-        tdp.pairwise_score(ca, la, cb, lb, _matrix(rng), 10, 1, cdp.LOCAL)
+        tdp.pairwise_score(ca, la, cb, lb, _matrix(rng), 10, 1, LOCAL)

@@ -25,7 +25,10 @@ class Alignment:
         alphabet: the alphabet of :attr:`codes`.
         tree: the guide tree used last (``tree.newick()`` gives Newick), or ``None``.
         weights: ``float64 [N]`` sequence weights from the tree (mean 1).
-        metadata: how it was made: mode, device, backend, timings.
+        metadata: how it was made: mode, device, backend, timings, and the settings that
+            differ from the defaults (``"config"``: :func:`torchmsa.config.describe` of the
+            :class:`~torchmsa.config.AlignConfig`, ``""`` for the defaults; ``"policy"``
+            likewise for the :class:`~torchmsa.config.ExecutionPolicy`).
     """
 
     def __init__(
@@ -86,6 +89,25 @@ class Alignment:
         """Write to a path (``.gz`` compresses), ``"-"`` (stdout) or an open text handle."""
         self._check_query(query)
         io.write_alignment(self.names, self.rows, target, format, self.descriptions, query)
+
+    def to_html(self, **kwargs) -> str:
+        """A self-contained HTML page of the alignment (:func:`torchmsa.view.to_html`'s
+        keywords: ``color``, ``consensus``, ``tree``, ``region``, ``rows``, ``title``)."""
+        from torchmsa.view import to_html
+
+        return to_html(self, **kwargs)
+
+    def to_png(self, path: str | os.PathLike | None = None, **kwargs) -> bytes:
+        """An overview picture, written to ``path`` when given (:func:`torchmsa.view.to_png`'s
+        keywords, plus ``max_width`` / ``max_height``); returns the PNG's bytes."""
+        from torchmsa.view import to_png
+
+        return to_png(self, path, **kwargs)
+
+    def _repr_html_(self) -> str:
+        from torchmsa.view import repr_html
+
+        return repr_html(self)
 
     def to_biopython(self):
         """A ``Bio.Align.MultipleSeqAlignment`` with ids, descriptions and rows."""

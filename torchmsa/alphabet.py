@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from torchmsa.constants import NOT_COUNTED
 from torchmsa.errors import AlphabetError, ArgumentError, InvalidCharacterError
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
     "encode_batch",
 ]
 
-INVALID = 255
+INVALID = 255  # the lookup's code of a character the alphabet does not allow
 GAP_CHARS = "-."
 
 
@@ -49,7 +50,7 @@ class Alphabet:
         name: ``"protein"``, ``"dna"`` or ``"rna"``.
         letters: the residue letters in code order (upper case).
         reduced: for each code, its group in the reduced alphabet used for k-mer counting, or
-            255 where a k-mer containing that residue is not counted.
+            ``NOT_COUNTED`` (255) where a k-mer containing that residue is not counted.
         reduced_size: the number of reduced groups.
         lookup: ``uint8 [256]``, read-only: the code of each ASCII byte (either case), the gap
             code for ``-`` and ``.``, 255 for anything the alphabet does not allow.
@@ -95,7 +96,7 @@ def _lookup(letters: str) -> np.ndarray:
 
 
 def _make(name: str, letters: str, groups: list[str], aliases: dict[str, str]) -> Alphabet:
-    reduced = [INVALID] * len(letters)
+    reduced = [NOT_COUNTED] * len(letters)
     for g, members in enumerate(groups):
         for ch in members:
             reduced[letters.index(ch)] = g

@@ -3,7 +3,8 @@
 Every error a user can cause is a subclass of :class:`ValueError` (bad input, bad argument) or
 :class:`RuntimeError` (a resource or device problem), and its message names the thing, the value
 and what to do about it, on one line (the command line prints ``str(exc)``). The types with
-fields can be pickled, so they cross process boundaries intact.
+fields can be pickled, so they cross process boundaries intact. :func:`check_codes` is the one
+input check that the numba code and the Triton launchers share (both may import this module).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "ScoringError",
     "DeviceError",
     "ResourceError",
+    "check_codes",
 ]
 
 
@@ -108,3 +110,19 @@ class ResourceError(TorchMSAError, RuntimeError):
 
     def __reduce__(self):
         return (type(self), (self.what, self.needed, self.available, self.hint))
+
+
+def check_codes(codes, lengths) -> None:
+    """Raise :class:`ArgumentError` unless ``codes`` is ``uint8 [N, L]`` and ``lengths`` is
+    ``[N]`` with every length in ``0 .. L`` (numpy arrays or torch tensors, any device)."""
+    if (
+        str(codes.dtype) not in ("uint8", "torch.uint8")
+        or codes.ndim != 2
+        or tuple(lengths.shape) != tuple(codes.shape[:1])
+    ):
+        raise ArgumentError(
+            f"`codes` must be uint8 [N, L] with `lengths` [N]; got {codes.dtype} "
+            f"{tuple(codes.shape)} and {tuple(lengths.shape)}"
+        )
+    if lengths.shape[0] and (int(lengths.min()) < 0 or int(lengths.max()) > codes.shape[1]):
+        raise ArgumentError(f"`lengths` must lie in 0..{codes.shape[1]} (the width of `codes`)")

@@ -45,7 +45,7 @@ from Bio.Seq import Seq
 from Bio.SeqRecord import SeqRecord
 
 from torchmsa.errors import ArgumentError, EmptyInputError, FormatError
-from torchmsa.sequences import Record, _header
+from torchmsa.records import Record, header
 
 __all__ = [
     "READ_FORMATS",
@@ -279,8 +279,8 @@ def _fasta_records(text: str) -> list[Record]:
     """
     out = []
     for chunk in text[1:].split("\n>"):
-        header, _, body = chunk.partition("\n")
-        title = header.rstrip()
+        line, _, body = chunk.partition("\n")
+        title = line.rstrip()
         words = title.split(None, 1)
         name = words[0] if words else ""
         out.append(Record(name, title or name, body.translate(_SEQUENCE_SPACE)))
@@ -318,7 +318,7 @@ def _record(r: SeqRecord, fmt: str) -> Record:
     """A record of an alignment format Biopython reads (Stockholm, Clustal, ...)."""
     name = r.id
     if fmt == "stockholm" and r.description != name:
-        description = _header(name, " ".join(r.description.split()))
+        description = header(name, " ".join(r.description.split()))
     else:
         description = name
     return Record(name, description, str(r.seq))
@@ -540,13 +540,13 @@ def format_alignment(
     descriptions = _check_alignment(names, rows, descriptions, fmt, query)
     if fmt in ("fasta", "a3m"):
         body = a3m_rows(rows, query) if fmt == "a3m" else rows
-        return "".join(f">{_header(n, d)}\n{r}\n" for n, d, r in zip(names, descriptions, body))
+        return "".join(f">{header(n, d)}\n{r}\n" for n, d, r in zip(names, descriptions, body))
     _check_names(names, fmt)
     if fmt == "phylip":
         rows = [r.replace(".", "-") for r in rows]  # '.' means "as the first row" in PHYLIP
     records = []
     for n, r, d in zip(names, rows, descriptions):
-        rest = _header(n, d)[len(n) :].strip() if fmt == "stockholm" else ""
+        rest = header(n, d)[len(n) :].strip() if fmt == "stockholm" else ""
         records.append(SeqRecord(Seq(r), id=n, name=n, description=rest))
     handle = _io.StringIO()
     AlignIO.write(MultipleSeqAlignment(records), handle, _BIOPYTHON[fmt])

@@ -5,26 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import torch
 from Bio.Seq import MutableSeq, Seq
 
+from torchmsa import io
 from torchmsa.alphabet import Alphabet, encode_batch, resolve_alphabet
 from torchmsa.errors import ArgumentError, EmptyInputError
+from torchmsa.records import Record, header
 
 __all__ = ["Record", "SequenceBatch", "as_records", "segments"]
-
-# what Bio.SeqRecord.SeqRecord holds when no description was given
-_NO_DESCRIPTION = "<unknown description>"
-
-
-class Record(NamedTuple):
-    """One input sequence: its id, its whole header line, and its text as given."""
-
-    name: str
-    description: str
-    seq: str
 
 
 def _text(value, where: str) -> str:
@@ -44,17 +34,9 @@ def _text(value, where: str) -> str:
     )
 
 
-def _header(name: str, description: str) -> str:
-    """A FASTA-style header line: ``description`` when it starts with ``name``, else both."""
-    description = "" if description == _NO_DESCRIPTION else description.strip()
-    if description.startswith(name) and description[len(name) :][:1] in ("", " ", "\t"):
-        return description
-    return f"{name} {description}" if description else name
-
-
 def _from_seqrecord(item) -> Record:
     name = str(item.id)
-    return Record(name, _header(name, str(item.description or "")), _text(item.seq, f"{name!r}"))
+    return Record(name, header(name, str(item.description or "")), _text(item.seq, f"{name!r}"))
 
 
 def as_records(seqs) -> list[Record]:
@@ -75,8 +57,6 @@ def as_records(seqs) -> list[Record]:
     Raises:
         ArgumentError: an input or item of a type that holds no sequence.
     """
-    from torchmsa import io
-
     if isinstance(seqs, (str, os.PathLike)) or hasattr(seqs, "read"):
         return io.read_sequences(seqs)
     if isinstance(seqs, SequenceBatch):

@@ -1,4 +1,4 @@
-"""Guide trees: building them from distances, sequence weights, levels, Newick in and out.
+"""Guide trees: building them from distances, sequence weights, levels, Newick out.
 
 A :class:`Tree` over n sequences is rooted and binary. Leaf i is input sequence i; internal
 node k (0-based, in join order) has id ``n + k`` and its children have smaller ids, so the root
@@ -7,27 +7,20 @@ is ``2n - 2`` and visiting ids in increasing order visits children before parent
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from torchmsa.config import ExecutionPolicy
 from torchmsa.cpu import tree as cpu_tree
 from torchmsa.errors import ArgumentError
+from torchmsa.newick import parse_newick, quote
 
 __all__ = ["Tree", "METHODS", "build_tree", "tree_from_tensor", "from_newick"]
 
 METHODS = ("upgma", "upgma_mafft", "nj", "single")
 _LINKAGE = {"upgma": cpu_tree.UPGMA, "upgma_mafft": cpu_tree.MAFFT, "single": cpu_tree.SINGLE}
-CHECK_BLOCK = 1 << 24  # entries per block of tree_from_tensor's checks (bounds their memory)
-_SPECIAL = re.compile(r"[\s()\[\]':;,]")
-
-
-def _quote(name: str) -> str:
-    if name and not _SPECIAL.search(name):
-        return name
-    return "'" + name.replace("'", "''") + "'"
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,7 +165,7 @@ class Tree:
         """
         n = self.n_leaves
         if n == 1:
-            return _quote(self.names[0]) + ";"
+            return quote(self.names[0]) + ";"
         lens = self.lengths.tolist()
         out: list[str] = []
         stack = [self.root]  # v >= 0: visit node v; -1: a comma; -2 - v: close node v
@@ -184,7 +177,7 @@ class Tree:
                 v = -2 - v
                 out.append(")" if v == self.root else f"):{lens[v]!r}")
             elif v < n:
-                out.append(f"{_quote(self.names[v])}:{lens[v]!r}")
+                out.append(f"{quote(self.names[v])}:{lens[v]!r}")
             else:
                 a, b = self.children[v - n].tolist()
                 out.append("(")
@@ -198,6 +191,13 @@ class Tree:
         from Bio import Phylo
 
         return Phylo.read(StringIO(self.newick()), "newick")
+
+
+def from_newick(text: str, names: list[str]) -> Tree:
+    """The :class:`Tree` a Newick string describes, leaf i being ``names[i]``
+    (:func:`torchmsa.newick.parse_newick` says what it accepts and raises)."""
+    children, lengths = parse_newick(text, names)
+    return Tree(list(names), children, lengths)
 
 
 def _distances(dist) -> np.ndarray:
@@ -252,29 +252,39 @@ def build_tree(dist, method: str = "upgma", names: list[str] | None = None) -> T
     return _assemble(_distances(dist), method, names, owned=False)
 
 
-def tree_from_tensor(dist: torch.Tensor, method: str, names: list[str] | None = None) -> Tree:
+def tree_from_tensor(
+    dist: torch.Tensor,
+    method: str,
+    names: list[str] | None = None,
+    *,
+    policy: ExecutionPolicy | None = None,
+) -> Tree:
     """:func:`build_tree` of a distance tensor on any device, checked where it lies.
 
     For large inputs (10^4 sequences: an 800 MB matrix) on a GPU the checks run there as tensor
-    operations, in row blocks of bounded size, instead of the host's loop (``benchmarks.stages``
-    times both). Single linkage then runs on the GPU too (``triton_kernels/linkage.py``, the
-    same joins as the host's), and only its spanning tree's edges cross to the host; the other
-    methods copy the matrix to the host once, into the array that the clustering works in. The
-    tree is the one :func:`build_tree` gives, and so are the errors (on the CPU, or when the
-    device's check fails, the host's check runs and raises). ``dist`` is left as it was.
+    operations, in row blocks of about ``policy.retree_block`` entries, instead of the host's
+    loop (``benchmarks.stages`` times both). Single linkage then runs on the GPU too
+    (``triton_kernels/linkage.py``, the same joins as the host's), and only its spanning tree's
+    edges cross to the host; the other methods copy the matrix to the host once, into the array
+    that the clustering works in. The tree is the one :func:`build_tree` gives, and so are the
+    errors (on the CPU, or when the device's check fails, the host's check runs and raises).
+    ``dist`` is left as it was.
 
     Arguments:
         dist, method, names: as :func:`build_tree`.
+        policy: the block size of the device's checks (``retree_block``; never changes the
+            tree).
     """
     _check_method(method)
+    policy = ExecutionPolicy() if policy is None else policy
     square = dist.ndim == 2 and dist.shape[0] == dist.shape[1] >= 1
     d64 = dist.to(torch.float64)  # dist itself when it is float64 already
-    checked = square and dist.device.type != "cpu" and _valid(d64)
+    checked = square and dist.device.type != "cpu" and valid_distances(d64, policy.retree_block)
     if checked and method == "single" and dist.device.type == "cuda":
-        from torchmsa._triton.linkage import single_linkage
+        from torchmsa.ops.linkage import single_linkage
 
         names = _names(names, dist.shape[0])
-        return _linkage_tree(*single_linkage(d64), names)
+        return _linkage_tree(*single_linkage(d64, "triton"), names)
     # the agglomerations overwrite their matrix (a private copy); single linkage only reads
     copy = method != "single"
     host = dist.to("cpu", torch.float64, copy=copy, memory_format=torch.contiguous_format)
@@ -282,10 +292,11 @@ def tree_from_tensor(dist: torch.Tensor, method: str, names: list[str] | None = 
     return _assemble(d, method, names, owned=copy)
 
 
-def _valid(d: torch.Tensor) -> bool:
-    """Off the diagonal: finite, non-negative, symmetric; ``CHECK_BLOCK`` entries at a time."""
+def valid_distances(d: torch.Tensor, block: int) -> bool:
+    """Whether ``d`` is finite, non-negative and symmetric off the diagonal, checked as tensor
+    operations on its device, about ``block`` entries at a time (bounds their memory)."""
     n = d.shape[0]
-    step = max(1, CHECK_BLOCK // n)
+    step = max(1, block // n)
     for r0 in range(0, n, step):
         rows = d[r0 : r0 + step]
         bad = ~torch.isfinite(rows) | (rows < 0) | (rows != d[:, r0 : r0 + step].T)
@@ -327,115 +338,3 @@ def _linkage_tree(children: np.ndarray, heights: np.ndarray, names) -> Tree:
     parent = np.full(2 * n - 1, 2 * n - 2, np.int64)
     parent[children.ravel()] = np.repeat(np.arange(n, 2 * n - 1), 2)
     return Tree(names, children, height[parent] - height)
-
-
-_TOKEN = re.compile(r"\s+|\[[^\]]*\]|'(?:[^']|'')*'|[(),:;]|[^\s()\[\]':;,]+")
-
-
-def _newick_error(text: str, pos: int, what: str) -> ArgumentError:
-    return ArgumentError(
-        f"cannot read Newick at character {pos + 1} ({text[pos : pos + 20]!r}): {what}"
-    )
-
-
-def from_newick(text: str, names: list[str]) -> Tree:
-    """Read a rooted binary Newick tree (as :meth:`Tree.newick` writes it).
-
-    Leaves are matched to ``names`` by label, so leaf i of the result is ``names[i]``; quoted
-    labels, ``[...]`` comments, internal node labels (ignored) and missing lengths (0) are
-    accepted. The root's length is ignored.
-
-    Arguments:
-        text: the Newick string.
-        names: the sequence names, each once.
-
-    Returns:
-        The :class:`Tree`.
-
-    Raises:
-        ArgumentError: the text is not Newick, a node does not have exactly two children, a
-            label is not in ``names`` (or repeats), a name is missing from the tree, or
-            ``names`` repeats a name.
-    """
-    names = [str(x) for x in names]
-    index = {name: i for i, name in enumerate(names)}
-    if len(index) != len(names):
-        dup = next(x for i, x in enumerate(names) if index[x] != i)
-        raise ArgumentError(
-            f"`names` holds {dup!r} more than once; leaves are matched by name, so names must "
-            f"be unique to read a tree"
-        )
-    n = len(names)
-    children = np.zeros((max(n - 1, 0), 2), np.int64)
-    lengths = np.zeros(max(2 * n - 1, 1))
-    frames: list[list[int]] = [[]]
-    last = -1  # the node just completed, -1 at the start of a subtree
-    seen = np.zeros(n, np.bool_)
-    closed = 0
-    ended = False
-    pos = end = 0
-    for m in _TOKEN.finditer(text):
-        if m.start() != end:
-            break
-        tok, pos, end = m.group(), m.start(), m.end()
-        if tok.isspace() or tok.startswith("["):
-            continue
-        if ended:
-            raise _newick_error(text, pos, "text after the closing ';'")
-        if tok == "(":
-            if last != -1:
-                raise _newick_error(text, pos, "'(' after a complete subtree; a ',' is missing")
-            frames.append([])
-        elif tok == ",":
-            if last == -1 or len(frames) == 1:
-                raise _newick_error(text, pos, "an empty subtree or a ',' outside parentheses")
-            last = -1
-        elif tok == ")":
-            if last == -1 or len(frames) == 1:
-                raise _newick_error(text, pos, "an empty subtree or an unmatched ')'")
-            frame = frames.pop()
-            if len(frame) != 2 or closed >= n - 1:
-                raise _newick_error(
-                    text, pos, f"a node with {len(frame)} children; only binary trees are read"
-                )
-            children[closed] = frame
-            last = n + closed
-            closed += 1
-            frames[-1].append(last)
-        elif tok == ":":
-            if last == -1:
-                raise _newick_error(text, pos, "a branch length without a node")
-            last = -2 - last  # the next token is this node's length
-        elif tok == ";":
-            ended = True
-        elif last < -1:
-            try:
-                lengths[-2 - last] = float(tok)
-            except ValueError:
-                raise _newick_error(text, pos, f"branch length {tok!r} is not a number") from None
-            last = -2 - last
-        elif last >= n:
-            continue  # an internal node's label
-        elif last != -1:
-            raise _newick_error(text, pos, "two labels in a row")
-        else:
-            label = tok[1:-1].replace("''", "'") if tok.startswith("'") else tok
-            if label not in index:
-                raise _newick_error(text, pos, f"leaf {label!r} is not one of `names`")
-            leaf = index[label]
-            if seen[leaf]:
-                raise _newick_error(text, pos, f"leaf {label!r} occurs twice")
-            seen[leaf] = True
-            last = leaf
-            frames[-1].append(leaf)
-    if end != len(text):
-        raise _newick_error(text, end, "an unterminated quote or comment, or a stray ']'")
-    if len(frames) != 1 or len(frames[0]) != 1 or last < 0:
-        raise _newick_error(text, pos, "unbalanced parentheses or more than one tree")
-    if closed != n - 1:
-        raise ArgumentError(
-            f"the Newick tree has {closed + 1} leaves but `names` holds {n}; every name must "
-            f"label exactly one leaf"
-        )
-    lengths[frames[0][0]] = 0.0
-    return Tree(names, children, lengths)

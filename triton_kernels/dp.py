@@ -15,12 +15,12 @@ import numpy as np
 import torch
 
 from torchmsa._triton import dp_plan
-from torchmsa._triton.dp_fill import _dp_fill_kernel
-from torchmsa._triton.dp_query import _query_profile_kernel
-from torchmsa._triton.dp_traceback import _dp_traceback_kernel, _ops_forward_kernel
-from torchmsa.ops.backend import to_device
+from torchmsa._triton.dp_fill import launch_fill
+from torchmsa._triton.dp_query import launch_query_profile
+from torchmsa._triton.dp_traceback import launch_ops_forward, launch_traceback
+from torchmsa._triton.host import to_device
 
-__all__ = ["pairwise_score", "pairwise_align", "profile_align"]
+__all__ = ["pairwise_score", "pairwise_align", "profile_align", "prepare"]
 
 TB = 32  # pairs per traceback program (one lane each)
 OPS_BLOCK = 256  # ops per program of the forward copy
@@ -39,15 +39,23 @@ def _query_profile(args: dp_plan.Args, order: torch.Tensor, width: int):
     A = args.matrix.shape[0]
     wpr = max(1, _cdiv(width, per))
     qp = torch.empty((len(order), A, wpr), dtype=torch.int32, device=order.device)
-    _query_profile_kernel[(len(order), _cdiv(wpr, QP_WORDS))](
+    launch_query_profile(
+        (len(order), _cdiv(wpr, QP_WORDS)),
         args.codes_a, args.codes_a.shape[1], args.n, order, args.matrix, args.gap_open, qp, A,
         wpr, EB=args.eb, BW=QP_WORDS,
     )  # fmt: skip
     return qp, wpr
 
 
-def _prepare(args: dp_plan.Args, trace: bool):
-    """Outputs and kernel launches for every chunk of the plan.
+def prepare(
+    args: dp_plan.Args,
+    trace: bool,
+    *,
+    budget: int | None = None,
+    force_config: dp_plan.Config | None = None,
+    packed_tracking: bool = True,
+):
+    """Outputs and kernel launches for every chunk of the plan (options as ``dp_plan.plan``).
 
     Returns:
         ``(fill_out int32 [P, 3], tb_out int32 [P, 3] or None, launches)``: calling each of
@@ -56,7 +64,9 @@ def _prepare(args: dp_plan.Args, trace: bool):
         allocated when its fill runs and dropped after its traceback, so only one chunk's
         buffers exist at a time.
     """
-    launch = dp_plan.plan(args, trace)
+    launch = dp_plan.plan(
+        args, trace, budget=budget, force_config=force_config, packed_tracking=packed_tracking
+    )
     dev = args.n.device
     P = args.n.shape[0]
     fill_out = torch.empty((P, 3), dtype=torch.int32, device=dev)
@@ -90,7 +100,8 @@ def _chunk_calls(args, launch, chunk, fill_out, tb_out, tmp):
         hb_f = torch.empty_like(hb_h)
         tr = torch.empty(max(1, chunk.tr_size if trace else 1), dtype=torch.int32, device=dev)
         bits["tr"] = tr
-        return _dp_fill_kernel[(_cdiv(count, cfg.pb),)](
+        return launch_fill(
+            (_cdiv(count, cfg.pb),),
             sc, sc_off, args.codes_b, args.b_stride, args.n, args.m,
             args.open_a, args.close_a, args.res_a, args.a_off, args.open_b, args.close_b,
             args.res_b, args.b_off,
@@ -102,11 +113,13 @@ def _chunk_calls(args, launch, chunk, fill_out, tb_out, tmp):
 
     def traceback():
         tr = bits.pop("tr")
-        kernel = _dp_traceback_kernel[(_cdiv(count, TB),)](
+        kernel = launch_traceback(
+            (_cdiv(count, TB),),
             tr, tr_off, args.n, args.m, fill_out, tmp, args.ops_off, tb_out, order, count,
             MODE=args.mode, R=cfg.r, TB=TB, num_warps=1,
         )  # fmt: skip
-        _ops_forward_kernel[(count, _cdiv(max(1, chunk.longest), OPS_BLOCK))](
+        launch_ops_forward(
+            (count, _cdiv(max(1, chunk.longest), OPS_BLOCK)),
             tmp, args.ops, args.ops_off, args.n, args.m, tb_out, order, BLOCK=OPS_BLOCK,
             num_warps=2,
         )  # fmt: skip
@@ -115,8 +128,8 @@ def _chunk_calls(args, launch, chunk, fill_out, tb_out, tmp):
     return [fill, traceback] if trace else [fill]
 
 
-def _run(args: dp_plan.Args, trace: bool):
-    fill_out, tb_out, calls = _prepare(args, trace)
+def _run(args: dp_plan.Args, trace: bool, options: dict):
+    fill_out, tb_out, calls = prepare(args, trace, **options)
     for call in calls:
         call()
     return fill_out, tb_out
@@ -128,7 +141,20 @@ def _info(fill_out: torch.Tensor, tb_out: torch.Tensor) -> torch.Tensor:
     return torch.cat([c.reshape(len(fill_out), -1) for c in cols], dim=1).contiguous()
 
 
-def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode):
+def pairwise_score(
+    codes_a,
+    len_a,
+    codes_b,
+    len_b,
+    matrix,
+    gap_open,
+    gap_extend,
+    mode,
+    *,
+    budget: int | None = None,
+    force_config: dp_plan.Config | None = None,
+    packed_tracking: bool = True,
+):
     """Scores of pairs ``(codes_a[p, :len_a[p]], codes_b[p, :len_b[p]])``.
 
     Arguments:
@@ -137,6 +163,10 @@ def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
         matrix: ``int32 [A, A]`` substitution scores.
         gap_open, gap_extend: ``int`` costs.
         mode: ``GLOBAL``, ``LOCAL`` or ``SEMIGLOBAL``.
+        budget: bytes the call may plan for (``torchmsa.ops`` passes ``MemoryBudget``'s
+            figure); ``None``: the memory free on a GPU, no limit for CPU tensors.
+        force_config, packed_tracking: launch options (tests, benchmarks): see
+            ``dp_plan.plan``; results do not depend on them.
 
     Returns:
         ``int32 [P, 3]`` on the inputs' device: score, end_i, end_j.
@@ -144,11 +174,25 @@ def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
     args = dp_plan.pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
     if args.n.shape[0] == 0:
         return torch.empty((0, 3), dtype=torch.int32, device=args.n.device)
-    fill_out, _ = _run(args, trace=False)
+    options = dict(budget=budget, force_config=force_config, packed_tracking=packed_tracking)
+    fill_out, _ = _run(args, False, options)
     return fill_out
 
 
-def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode):
+def pairwise_align(
+    codes_a,
+    len_a,
+    codes_b,
+    len_b,
+    matrix,
+    gap_open,
+    gap_extend,
+    mode,
+    *,
+    budget: int | None = None,
+    force_config: dp_plan.Config | None = None,
+    packed_tracking: bool = True,
+):
     """Alignments of pairs (arguments as :func:`pairwise_score`).
 
     Returns:
@@ -163,7 +207,8 @@ def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
     args.ops_off = torch.arange(P, dtype=torch.int64, device=dev) * args.ops.shape[1]
     if P == 0:
         return torch.empty((0, 6), dtype=torch.int32, device=dev), args.ops[:, :width]
-    fill_out, tb_out = _run(args, trace=True)
+    options = dict(budget=budget, force_config=force_config, packed_tracking=packed_tracking)
+    fill_out, tb_out = _run(args, True, options)
     return _info(fill_out, tb_out), args.ops[:, :width]
 
 
@@ -182,6 +227,10 @@ def profile_align(
     mode,
     res_a=None,
     res_b=None,
+    *,
+    budget: int | None = None,
+    force_config: dp_plan.Config | None = None,
+    packed_tracking: bool = True,
 ):
     """Many profile-profile alignments from packed buffers.
 
@@ -196,6 +245,10 @@ def profile_align(
         mode: ``GLOBAL``, ``LOCAL`` or ``SEMIGLOBAL``.
         res_a, res_b: ``int32`` residue factors of the columns (as in ``cpu/dp.py``), laid out
             as ``open_a`` and ``open_b``; ``None``: every factor ``RES_ONE``.
+        budget: bytes the call may plan for (``torchmsa.ops`` passes ``MemoryBudget``'s
+            figure); ``None``: the memory free on a GPU, no limit for CPU tensors.
+        force_config, packed_tracking: launch options (tests, benchmarks): see
+            ``dp_plan.plan``; results do not depend on them.
 
     Returns:
         ``(info int32 [P, 6], ops uint8 [sum(n+m)], ops_off int64 [P])`` on the inputs'
@@ -212,5 +265,6 @@ def profile_align(
     args.ops_off = ops_off
     if args.n.numel() == 0:
         return torch.empty((0, 6), dtype=torch.int32, device=dev), args.ops[:total], ops_off
-    fill_out, tb_out = _run(args, trace=True)
+    options = dict(budget=budget, force_config=force_config, packed_tracking=packed_tracking)
+    fill_out, tb_out = _run(args, True, options)
     return _info(fill_out, tb_out), args.ops[:total], ops_off

@@ -1,4 +1,5 @@
-"""Forward pass of the affine DP on the GPU: a wavefront of row strips, the twin of ``_fill``.
+"""Forward pass of the affine DP on the GPU: a wavefront of row strips, the twin of the CPU fill
+(``cpu/dp.py``'s ``fill_scalar``, ``cpu/dp_rows.py``'s ``fill_rows``).
 
 One kernel serves pairwise and profile-profile alignment, score-only and traceback, every mode.
 A program takes ``PB`` pairs and gives each pair ``Q`` lanes, a block ``[PB, Q]``. Lane ``q``
@@ -34,15 +35,23 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-GLOBAL: tl.constexpr = tl.constexpr(0)
-LOCAL: tl.constexpr = tl.constexpr(1)
-SEMIGLOBAL: tl.constexpr = tl.constexpr(2)
-NEG: tl.constexpr = tl.constexpr(-(1 << 29))
-BIG: tl.constexpr = tl.constexpr(1 << 30)
+from torchmsa import constants
+
+# the kernels' copies of the shared values (torchmsa/constants.py)
+GLOBAL: tl.constexpr = tl.constexpr(constants.GLOBAL)
+LOCAL: tl.constexpr = tl.constexpr(constants.LOCAL)
+SEMIGLOBAL: tl.constexpr = tl.constexpr(constants.SEMIGLOBAL)
+NEG: tl.constexpr = tl.constexpr(constants.NEG)
+BIG: tl.constexpr = tl.constexpr(constants.BIG)
+H_UP: tl.constexpr = tl.constexpr(constants.H_UP)
+H_LEFT: tl.constexpr = tl.constexpr(constants.H_LEFT)
+H_STOP: tl.constexpr = tl.constexpr(constants.H_STOP)
+E_EXT: tl.constexpr = tl.constexpr(constants.E_EXT)
+F_EXT: tl.constexpr = tl.constexpr(constants.F_EXT)
 # packed best-cell keys h * KEY - j: max picks the larger h, then the smaller j
-KEY_BITS: tl.constexpr = tl.constexpr(14)
-KEY: tl.constexpr = tl.constexpr(1 << 14)
-RES_SHIFT: tl.constexpr = tl.constexpr(8)  # cpu/dp_rows.py: facing(cost, res)
+KEY_BITS: tl.constexpr = tl.constexpr(constants.KEY_BITS)
+KEY: tl.constexpr = tl.constexpr(1 << constants.KEY_BITS)
+RES_SHIFT: tl.constexpr = tl.constexpr(constants.RES_SHIFT)  # cpu/dp_rows.py: facing
 
 
 @triton.jit
@@ -171,14 +180,14 @@ def _step(
             ec = e
         h = d + sc[k]
         if TRACE:
-            src = tl.where(fc > h, 1, 0)
+            src = tl.where(fc > h, H_UP, 0)
             h = tl.maximum(h, fc)
-            src = tl.where(ec > h, 2, src)
+            src = tl.where(ec > h, H_LEFT, src)
             h = tl.maximum(h, ec)
             if MODE == LOCAL:
-                src = tl.where(h <= 0, 3, src)
+                src = tl.where(h <= 0, H_STOP, src)
                 h = tl.maximum(h, 0)
-            nib = src | tl.where(e_ext >= e_open, 4, 0) | tl.where(f_ext >= f_open, 8, 0)
+            nib = src | tl.where(e_ext >= e_open, E_EXT, 0) | tl.where(f_ext >= f_open, F_EXT, 0)
             word = word | (nib << (4 * (k % 8)))
             if k % 8 == 7 or k == R - 1:
                 words = words + (word,)
@@ -469,3 +478,9 @@ def _dp_fill_kernel(
     tl.store(out_ptr + p * 3, score, mask=m_slot)
     tl.store(out_ptr + p * 3 + 1, end_i, mask=m_slot)
     tl.store(out_ptr + p * 3 + 2, end_j, mask=m_slot)
+
+
+def launch_fill(grid, *args, **meta):
+    """Launch the fill kernel on ``grid`` (arguments as :func:`_dp_fill_kernel`); returns the
+    compiled kernel."""
+    return _dp_fill_kernel[grid](*args, **meta)

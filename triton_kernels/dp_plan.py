@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from torchmsa.cpu.dp_rows import RES_ONE
+from torchmsa._triton.host import to_device
+from torchmsa.constants import GLOBAL, KEY_BITS, MODES, RES_ONE
 from torchmsa.errors import ArgumentError, ResourceError
-from torchmsa.ops.backend import to_device
 
-MODES = (0, 1, 2)
 # a short menu: every launch shape is one more kernel to compile; past 32 lanes a pair spans
 # warps and the lanes trade rows through shared memory with barriers (XWARP_COST per step)
 Q_CHOICES = (4, 16, 32, 64, 128)
@@ -30,12 +29,14 @@ R_MAX_TRACE = 16
 R_MAX_PROFILE = 8
 STEP_COST = 6  # per-step work besides the R cells, in cell updates (shuffles, loads, masks)
 PASS_SLACK = 1.1
-CPU_BUDGET = 1 << 30  # bytes of buffers per launch when the tensors live on the CPU
-CUDA_BUDGET_FRACTION = 0.5  # of the free device memory
-FORCE_CONFIG: Config | None = None  # tests pin a launch shape with this
-PACKED_TRACKING = True  # best cells as packed keys when the scores are small enough
-KEY_SCORE_LIMIT = (1 << 17) - 1  # |H| bound for keys h * 2**14 - j in an int32
-KEY_COLUMN_LIMIT = 1 << 14
+# A launch's planned buffers (direction bits, horizontal buffers, query profiles) take at most
+# this share of the caller's budget: the traceback's scratch ops, the outputs and the launch
+# metadata are allocated beside them after planning, and the allocator rounds every block up.
+# 5/8 of MemoryBudget's default (0.8 of the free GPU memory) is the half of the free memory
+# that the launches have always planned for.
+LAUNCH_SHARE = 0.625
+KEY_SCORE_LIMIT = (1 << (31 - KEY_BITS)) - 1  # |H| bound for keys h * 2**KEY_BITS - j in an int32
+KEY_COLUMN_LIMIT = 1 << KEY_BITS
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,10 @@ class Args:
 
 
 def _mode(mode) -> int:
-    if int(mode) not in MODES:
+    if int(mode) not in MODES.values():
         raise ArgumentError(
             f"Invalid value for `mode` argument: {mode!r}; use GLOBAL (0), LOCAL (1) or "
-            f"SEMIGLOBAL (2) from torchmsa.cpu.dp"
+            f"SEMIGLOBAL (2) from torchmsa.constants"
         )
     return int(mode)
 
@@ -218,16 +219,19 @@ def _lanes(dev: torch.device) -> int:
     return 1 << 30
 
 
-def choose_config(n: int, m: int, n_pairs: int, lanes: int, r_max: int) -> Config:
+def choose_config(
+    n: int, m: int, n_pairs: int, lanes: int, r_max: int, force_config: Config | None = None
+) -> Config:
     """The launch shape of least modelled time for pairs of about ``n x m`` cells.
 
     Time ~ passes * (m + q - 1) steps * (r + STEP_COST) per step * waves of lanes, where a
     pass covers ``q * r`` rows and ``waves = max(1, n_pairs * q / lanes)``. A shape with fewer
     passes wins within ``PASS_SLACK`` of the best (the H200 sweep in NOTES-dp.md: one-pass
-    traceback shapes ran 14% faster than two-pass ones of equal modelled time).
+    traceback shapes ran 14% faster than two-pass ones of equal modelled time). ``force_config``
+    (tests, benchmarks) is taken as it is.
     """
-    if FORCE_CONFIG is not None:
-        return FORCE_CONFIG
+    if force_config is not None:
+        return force_config
     shapes = []
     for q in Q_CHOICES:
         for r in (r for r in R_CHOICES if r <= r_max):
@@ -243,29 +247,50 @@ def choose_config(n: int, m: int, n_pairs: int, lanes: int, r_max: int) -> Confi
     return Config(q=q, r=r, pb=pb, num_warps=max(1, pb * q // 32), maxnreg=cap)
 
 
-def _budget(dev: torch.device) -> int:
-    if dev.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(dev)
-        return int(free * CUDA_BUDGET_FRACTION)
-    return CPU_BUDGET
+def launch_bytes(budget: int | None, dev: torch.device) -> int:
+    """Bytes one launch's buffers may take: :data:`LAUNCH_SHARE` of ``budget`` (the caller's,
+    from ``MemoryBudget.limit``); without one, of the memory free on a GPU, no limit for CPU
+    tensors (the interpreter)."""
+    if budget is None:
+        if dev.type != "cuda":
+            return 1 << 62
+        budget, _ = torch.cuda.mem_get_info(dev)
+    return int(budget * LAUNCH_SHARE)
 
 
-def plan(args: Args, trace: bool) -> Launch:
-    """Group, sort and chunk the pairs of ``args`` into launches."""
+def plan(
+    args: Args,
+    trace: bool,
+    *,
+    budget: int | None = None,
+    force_config: Config | None = None,
+    packed_tracking: bool = True,
+) -> Launch:
+    """Group, sort and chunk the pairs of ``args`` into launches.
+
+    Arguments:
+        args, trace: the normalised inputs; whether direction bits are kept.
+        budget: bytes the caller may use (see :func:`launch_bytes`).
+        force_config: one launch shape for every group instead of :func:`choose_config`'s.
+        packed_tracking: track best cells as packed keys when the scores are small enough
+            (``False``: always as a value and a column; same results).
+    """
     dev = args.n.device
     n, m = args.sizes
     P = len(n)
     _check_lengths(args, n, m)
     lanes = _lanes(dev)
-    budget = _budget(dev)
+    budget = launch_bytes(budget, dev)
     # launch shapes by length class (factors of 4) on a GPU; one class on the CPU (the
     # interpreter pays per launch, not per lane)
     group = np.ceil(np.log2(np.maximum(n, 1)) / 2).astype(np.int64) if dev.type == "cuda" else 0 * n
-    launch = Launch(packed=_packed(args, n, m))
+    launch = Launch(packed=packed_tracking and _packed(args, n, m))
     r_max = R_MAX_PROFILE if args.profile else R_MAX_TRACE if trace else max(R_CHOICES)
     for g in np.unique(group):
         members = np.nonzero(group == g)[0]
-        cfg = choose_config(int(n[members].max()), int(np.ceil(m[members].mean())), P, lanes, r_max)
+        cfg = choose_config(
+            int(n[members].max()), int(np.ceil(m[members].mean())), P, lanes, r_max, force_config
+        )
         passes = -(-n[members] // (cfg.q * cfg.r))
         sort = np.lexsort((n[members], m[members], passes))
         members, passes = members[sort], passes[sort]
@@ -312,7 +337,7 @@ def _check_lengths(args: Args, n: np.ndarray, m: np.ndarray) -> None:
 
 def _packed(args: Args, n: np.ndarray, m: np.ndarray) -> bool:
     """Whether every H of the call fits a packed key (``|H| <= max|S| * min(n, m)``)."""
-    if not PACKED_TRACKING or args.mode == 0 or len(n) == 0:
+    if args.mode == GLOBAL or len(n) == 0:
         return False
     longest = int(np.max(np.minimum(n, m)))
     return int(m.max()) < KEY_COLUMN_LIMIT and args.vmax * longest < KEY_SCORE_LIMIT

@@ -43,3 +43,8 @@ def _query_profile_kernel(
         if EB < 32:
             v = (v & ((1 << EB) - 1)) << (EB * o_k[None, :])
         tl.store(p_qp + b * WPR, tl.sum(v, axis=1), mask=o_w < WPR)
+
+
+def launch_query_profile(grid, *args, **meta):
+    """Launch :func:`_query_profile_kernel` on ``grid``; returns the compiled kernel."""
+    return _query_profile_kernel[grid](*args, **meta)

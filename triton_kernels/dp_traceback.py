@@ -12,8 +12,17 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-LOCAL: tl.constexpr = tl.constexpr(1)
-SEMIGLOBAL: tl.constexpr = tl.constexpr(2)
+from torchmsa import constants
+
+# the kernels' copies of the shared values (torchmsa/constants.py)
+LOCAL: tl.constexpr = tl.constexpr(constants.LOCAL)
+SEMIGLOBAL: tl.constexpr = tl.constexpr(constants.SEMIGLOBAL)
+H_STOP: tl.constexpr = tl.constexpr(constants.H_STOP)
+E_EXT: tl.constexpr = tl.constexpr(constants.E_EXT)
+F_EXT: tl.constexpr = tl.constexpr(constants.F_EXT)
+OP_MATCH: tl.constexpr = tl.constexpr(constants.OP_MATCH)
+OP_UP: tl.constexpr = tl.constexpr(constants.OP_UP)
+OP_LEFT: tl.constexpr = tl.constexpr(constants.OP_LEFT)
 
 
 @triton.jit(do_not_specialize=["P"])
@@ -51,7 +60,7 @@ def _dp_traceback_kernel(
         n_up = n - ei
         n_pre = n_up + (m - ej)
         for t in range(0, tl.max(n_pre, axis=0)):
-            op = tl.where(t < n_up, 1, 2).to(tl.uint8)
+            op = tl.where(t < n_up, OP_UP, OP_LEFT).to(tl.uint8)
             tl.store(ops_ptr + o_last - t, op, mask=valid & (t < n_pre))
         k = n_pre
     i = ei
@@ -66,19 +75,21 @@ def _dp_traceback_kernel(
         word = tl.load(tr_ptr + o_word, mask=walking, other=0)
         bits = (word >> (4 * (k_row % 8))) & 15
         src = bits & 3
-        stop = walking & (state == 0) & (src == 3)
-        # in H the source picks the move; in F / E the move is fixed (1 up, 2 left) and the
-        # EXT bit says whether the gap goes on; the op codes equal these move numbers
+        stop = walking & (state == 0) & (src == H_STOP)
+        # in H (state 0) the source picks the move; in F / E the move is fixed (up, left) and
+        # the EXT bit says whether the gap goes on; the op codes equal the H source codes
         move = tl.where(state == 0, src, state)
         emit = walking & ~stop
         tl.store(ops_ptr + o_last - k, move.to(tl.uint8), mask=emit)
         k += emit.to(tl.int32)
-        i -= (emit & (move != 2)).to(tl.int32)
-        j -= (emit & (move != 1)).to(tl.int32)
+        i -= (emit & (move != OP_LEFT)).to(tl.int32)
+        j -= (emit & (move != OP_UP)).to(tl.int32)
         state = tl.where(
-            move == 1, tl.where((bits & 8) != 0, 1, 0), tl.where((bits & 4) != 0, 2, 0)
+            move == OP_UP,
+            tl.where((bits & F_EXT) != 0, OP_UP, 0),
+            tl.where((bits & E_EXT) != 0, OP_LEFT, 0),
         )
-        state = tl.where(move == 0, 0, state)
+        state = tl.where(move == OP_MATCH, 0, state)
         walking = emit & (i > 0) & (j > 0)
     if MODE == LOCAL:
         si = i
@@ -86,7 +97,7 @@ def _dp_traceback_kernel(
     else:
         n_tail = i + j
         for t in range(0, tl.max(n_tail, axis=0)):
-            op = tl.where(t < i, 1, 2).to(tl.uint8)
+            op = tl.where(t < i, OP_UP, OP_LEFT).to(tl.uint8)
             tl.store(ops_ptr + o_last - k - t, op, mask=valid & (t < n_tail))
         k += n_tail
         si = i * 0
@@ -109,3 +120,13 @@ def _ops_forward_kernel(
     o_first = o_ops + tl.load(n_ptr + p) + tl.load(m_ptr + p) - k
     m_t = t < k
     tl.store(ops_ptr + o_ops + t, tl.load(tmp_ptr + o_first + t, mask=m_t), mask=m_t)
+
+
+def launch_traceback(grid, *args, **meta):
+    """Launch :func:`_dp_traceback_kernel` on ``grid``; returns the compiled kernel."""
+    return _dp_traceback_kernel[grid](*args, **meta)
+
+
+def launch_ops_forward(grid, *args, **meta):
+    """Launch :func:`_ops_forward_kernel` on ``grid``; returns the compiled kernel."""
+    return _ops_forward_kernel[grid](*args, **meta)

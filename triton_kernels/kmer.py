@@ -1,11 +1,12 @@
 """k-mer ids and shared k-mer counts on the GPU (Triton): the twin of ``torchmsa/cpu/kmer.py``.
 
-``kmer_ids``, ``shared_counts`` and ``pair_counts`` take and return what their CPU twins do and
-give the same integers. Shared counts come in two formulations, both over *occurrence keys*:
-the o-th copy (o = 0, 1, ...) of k-mer x in a sequence is the key ``(x, o)``, so that
-``sum_x min(count_a(x), count_b(x))`` is the number of keys two sequences share, and each key
-present anywhere in the call gets a column of a binary indicator matrix ``X [N, K]``
-(``torchmsa/ops/kmer_stream.py`` builds the columns and the strips of X):
+``kmer_ids`` and ``pair_counts`` take and return what their CPU twins do and give the same
+integers. Shared counts of all pairs are computed in tiles (``gemm_tile``, ``lists_tile``) that
+``torchmsa/ops/kmer_stream.py`` plans and assembles (the twin of ``cpu.kmer.shared_counts``),
+in two formulations, both over *occurrence keys*: the o-th copy (o = 0, 1, ...) of k-mer x in
+a sequence is the key ``(x, o)``, so that ``sum_x min(count_a(x), count_b(x))`` is the number
+of keys two sequences share, and each key present anywhere in the call gets a column of a
+binary indicator matrix ``X [N, K]`` (``kmer_stream`` builds the columns and the strips of X):
 
 * ``matrix``: ``counts = X_a @ X_b^T``, int8 tensor-core products with int32 accumulation
   (exact: 0/1 operands, sums at most the number of k-mers of a sequence);
@@ -23,22 +24,23 @@ import torch
 import triton
 import triton.language as tl
 
-from torchmsa.cpu import kmer as cpu_kmer
-from torchmsa.cpu.codes import check_codes
-from torchmsa.errors import ArgumentError
+from torchmsa import constants
+from torchmsa.errors import ArgumentError, check_codes
 
 __all__ = [
     "PAD",
     "GEMM_CONFIGS",
     "kmer_ids",
-    "shared_counts",
     "pair_counts",
     "gemm_tile",
     "lists_tile",
     "mirror_lower",
 ]
 
-PAD = cpu_kmer.PAD
+PAD = constants.PAD
+# the kernels' copies of the shared values
+PAD_ID: tl.constexpr = tl.constexpr(constants.PAD)
+NOT_COUNTED: tl.constexpr = tl.constexpr(constants.NOT_COUNTED)
 # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages; the first entry is the default
 # (benchmarks/kmer_gpu.py --sweep times them all); the interpreter pays per operation
 GEMM_CONFIGS = [
@@ -81,10 +83,10 @@ def _kmer_ids_fwd_kernel(
     v = tl.zeros([BLOCK], dtype=tl.int32)
     for j in tl.static_range(K):
         c = tl.load(codes + i_s * stride_c + o_p + j, mask=m_p, other=0).to(tl.int32)
-        g = tl.load(reduced + c, mask=m_p, other=255).to(tl.int32)
-        ok = ok & (g != 255)
-        v = v * BASE + tl.where(g == 255, 0, g)
-    tl.store(ids + i_s * stride_i + o_p, tl.where(ok, v, 2147483647), mask=o_p < W)
+        g = tl.load(reduced + c, mask=m_p, other=NOT_COUNTED).to(tl.int32)
+        ok = ok & (g != NOT_COUNTED)
+        v = v * BASE + tl.where(g == NOT_COUNTED, 0, g)
+    tl.store(ids + i_s * stride_i + o_p, tl.where(ok, v, PAD_ID), mask=o_p < W)
 
 
 def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,7 +106,7 @@ def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tenso
     if red.dtype != torch.uint8 or red.dim() != 1:
         raise ArgumentError(f"`reduced` must be a 1-D uint8 map; got {red.dtype} {red.shape}")
     check_codes(codes, lengths)
-    groups = red[red != cpu_kmer.NOT_COUNTED]
+    groups = red[red != constants.NOT_COUNTED]
     base = int(groups.max()) + 1 if groups.numel() else 1
     if k < 1 or base**k >= PAD:
         raise ArgumentError(
@@ -391,16 +393,3 @@ def pair_counts(ids_a, len_a, ids_b, len_b, p, q) -> torch.Tensor:
     )
     out[order] = sorted_out
     return out
-
-
-def shared_counts(ids_a, len_a, ids_b=None, len_b=None, *, method=None) -> torch.Tensor:
-    """Shared counts ``int32 [Na, Nb]`` of sorted id lists, as the CPU twin, on the device of
-    ``ids_a``; tiles are streamed by :func:`torchmsa.ops.kmer_stream.full_counts`.
-
-    Arguments:
-        method: ``"matrix"`` or ``"lists"`` (default:
-            :data:`torchmsa.ops.kmer_stream.DEFAULT_METHOD`).
-    """
-    from torchmsa.ops.kmer_stream import full_counts
-
-    return full_counts(ids_a, len_a, ids_b, len_b, backend="triton", method=method)

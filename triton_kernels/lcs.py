@@ -18,8 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from torchmsa.cpu.codes import check_codes
-from torchmsa.errors import ResourceError
+from torchmsa.errors import ResourceError, check_codes
 
 __all__ = ["lcs_lengths", "BLOCK_A"]
 
@@ -98,7 +97,13 @@ def _masks(codes: torch.Tensor, lengths: torch.Tensor, n_codes: int, n_words: in
     return acc.to(torch.int32).view(n_codes, n_words, n)
 
 
-def lcs_lengths(codes: torch.Tensor, lengths: torch.Tensor, block_a: int | None = None):
+def lcs_lengths(
+    codes: torch.Tensor,
+    lengths: torch.Tensor,
+    block_a: int | None = None,
+    *,
+    budget: int | None = None,
+):
     """``int32 [N, N]`` LCS lengths of every pair, as :func:`torchmsa.cpu.lcs.lcs_lengths`.
 
     Arguments:
@@ -107,6 +112,11 @@ def lcs_lengths(codes: torch.Tensor, lengths: torch.Tensor, block_a: int | None 
         lengths: ``int [N]`` sequence lengths on the same device.
         block_a: sequences of a per program (default :data:`BLOCK_A`; small in the
             interpreter).
+        budget: bytes the call may use (``torchmsa.ops.lcs`` passes ``MemoryBudget``'s
+            figure); ``None``: the memory free on a GPU, no limit for CPU tensors.
+
+    Raises:
+        ResourceError: the bit masks and the ``N x N`` outputs do not fit ``budget``.
     """
     check_codes(codes, lengths)
     n, dev = codes.shape[0], codes.device
@@ -120,14 +130,15 @@ def lcs_lengths(codes: torch.Tensor, lengths: torch.Tensor, block_a: int | None 
     n_words = max(1, -(-longest // 32))
     n_codes = int(s_codes.max()) + 1
     need = 4 * n_codes * n_words * n + 16 * n * n
-    if dev.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(dev)
-        if need > free:
-            raise ResourceError(
-                f"LCS distances of {n} sequences of up to {longest} residues need about "
-                f"{need / 2**30:.1f} GiB of device memory and {free / 2**30:.1f} GiB is free; "
-                f"use tree='upgma_mafft' or 'parttree', or fewer sequences"
-            )
+    if budget is None and dev.type == "cuda":
+        budget, _ = torch.cuda.mem_get_info(dev)
+    if budget is not None and need > budget:
+        raise ResourceError(
+            f"LCS lengths of {n} sequences of up to {longest} residues",
+            need,
+            budget,
+            "use tree='upgma_mafft' or 'parttree', or fewer sequences",
+        )
     masks = _masks(s_codes, s_lens.long(), n_codes, n_words)
     low = torch.zeros(n, n, dtype=torch.int32, device=dev)
     block = block_a or (BLOCK_A if dev.type == "cuda" else INTERPRETER_BLOCK_A)

@@ -1,5 +1,5 @@
-"""Single linkage of a distance matrix on the GPU (Triton): the twin of
-``torchmsa.cpu.tree.single_linkage``.
+"""Borůvka rounds of single linkage on the GPU (Triton); ``torchmsa.ops.linkage`` runs them,
+the twin of ``torchmsa.cpu.tree.single_linkage``.
 
 Single linkage is the minimum spanning tree of the complete graph on the leaves, leaf pairs
 ``a < b`` ordered by ``(d(a, b), a, b)`` (a strict order, so the tree is unique), its edges then
@@ -10,10 +10,11 @@ round at least halves the number of components, so ``log2 n`` rounds at most.
 
 A round is one kernel, one program per row: the row's lightest edge to a leaf of another
 component, the first leaf on equal distances (within one row, leaf order is pair order). The
-components' own minima over their rows (distance, then pair) are two scatter-minima in torch,
-and the host unites the chosen edges (``merge_components``: each edge names two components; two
-components may name the same edge). A round reads the matrix once and writes nothing to it,
-where the slot rule's n - 1 sequential joins each read two rows and wrote a row and a column.
+components' own minima over their rows (distance, then pair) are two scatter-minima in torch
+(:func:`boruvka_round`), and the host unites the chosen edges (``torchmsa.ops.linkage`` with
+``cpu.tree.merge_components``: each edge names two components; two components may name the
+same edge). A round reads the matrix once and writes nothing to it, where the slot rule's
+n - 1 sequential joins each read two rows and wrote a row and a column.
 """
 
 from __future__ import annotations
@@ -23,9 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
-from torchmsa.cpu.tree import merge_components, spanning_joins
-
-__all__ = ["single_linkage", "BLOCK"]
+__all__ = ["boruvka_round", "BLOCK", "INTERPRETER_BLOCK"]
 
 BLOCK = 1024  # lanes of a row's program (linkage_gpu.md)
 INTERPRETER_BLOCK = 16
@@ -53,55 +52,35 @@ def _nearest_kernel(d, comp, near_d, near_j, n, BLOCK: tl.constexpr):
     tl.store(near_j + r, tl.where(first < n, first, -1))
 
 
-def single_linkage(dist: torch.Tensor, block=BLOCK, num_warps=4, rounds: list | None = None):
-    """Single linkage of a checked ``float64 [n, n]`` matrix on its device (only read).
+def boruvka_round(d: torch.Tensor, comp: torch.Tensor, block=BLOCK, num_warps=4) -> np.ndarray:
+    """One round: every component's lightest edge to another component.
 
     Arguments:
-        dist: symmetric, finite, non-negative off the diagonal (the diagonal is ignored).
-        block, num_warps: the row programs' shape on a GPU (``benchmarks.linkage_gpu``).
-        rounds: a list that gets the number of Borůvka rounds appended.
+        d: a checked ``float64 [n, n]`` matrix (contiguous; only read).
+        comp: ``int32 [n]`` each leaf's component label (a leaf id), on the device of ``d``.
+        block, num_warps: the row programs' shape on a GPU (the interpreter uses
+            :data:`INTERPRETER_BLOCK` and one warp).
 
     Returns:
-        ``(children int64 [n-1, 2], heights float64 [n-1])`` as numpy arrays, in join order:
-        the same as ``torchmsa.cpu.tree.single_linkage(dist)``.
+        The chosen edges as keys ``a * n + b`` (``a < b``), ascending and distinct, ``int64``
+        on the host: one per component, two components naming the same edge once. Empty only
+        for a matrix that was not checked (NaN, inf).
     """
-    n = dist.shape[0]
-    dev = dist.device
-    d = dist.to(torch.float64).contiguous()
-    if n < 2:
-        if rounds is not None:
-            rounds.append(0)
-        return spanning_joins(np.empty(0), np.empty(0), np.empty(0))
-    interp = dev.type == "cpu"
-    block = INTERPRETER_BLOCK if interp else block
-    num_warps = 1 if interp else num_warps
-    parent = np.arange(n)  # the host's union-find; roots are each set's smallest leaf
-    comp = torch.arange(n, dtype=torch.int32, device=dev)
+    n = d.shape[0]
+    dev = d.device
+    if dev.type == "cpu":
+        block, num_warps = INTERPRETER_BLOCK, 1
     near_d = torch.empty(n, dtype=torch.float64, device=dev)
     near_j = torch.empty(n, dtype=torch.int32, device=dev)
+    _nearest_kernel[(n,)](d, comp, near_d, near_j, n, BLOCK=block, num_warps=num_warps)
     rows = torch.arange(n, device=dev)
     none = n * n  # past every pair's key a * n + b
-    edges: list[np.ndarray] = []
-    found = 0
-    while found < n - 1:
-        _nearest_kernel[(n,)](d, comp, near_d, near_j, n, BLOCK=block, num_warps=num_warps)
-        j = near_j.long()
-        key = torch.minimum(rows, j) * n + torch.maximum(rows, j)
-        label = comp.long()
-        least = torch.full((n,), float("inf"), dtype=torch.float64, device=dev)
-        least = least.scatter_reduce(0, label, near_d, "amin")
-        key = torch.where(near_d == least[label], key, none)
-        chosen = torch.full((n,), none, dtype=torch.int64, device=dev)
-        chosen = chosen.scatter_reduce(0, label, key, "amin")
-        chosen = torch.unique(chosen[chosen < none]).cpu().numpy()
-        if chosen.shape[0] == 0:  # only an unchecked matrix (NaN, inf) gets here
-            raise ValueError("single_linkage needs finite distances (check them first)")
-        lo, hi = chosen // n, chosen % n
-        comp.copy_(torch.from_numpy(merge_components(parent, lo, hi)))
-        edges.append(chosen)
-        found += chosen.shape[0]
-    if rounds is not None:
-        rounds.append(len(edges))
-    keys = np.concatenate(edges)
-    w = d.view(-1)[torch.from_numpy(keys).to(dev)].cpu().numpy()
-    return spanning_joins(keys // n, keys % n, w)
+    j = near_j.long()
+    key = torch.minimum(rows, j) * n + torch.maximum(rows, j)
+    label = comp.long()
+    least = torch.full((n,), float("inf"), dtype=torch.float64, device=dev)
+    least = least.scatter_reduce(0, label, near_d, "amin")
+    key = torch.where(near_d == least[label], key, none)
+    chosen = torch.full((n,), none, dtype=torch.int64, device=dev)
+    chosen = chosen.scatter_reduce(0, label, key, "amin")
+    return torch.unique(chosen[chosen < none]).cpu().numpy()

@@ -33,8 +33,8 @@ Tie-breaking, the one rule every backend follows:
 * the semiglobal end cell is the first maximum among the last column's cells ``(0..n-1, m)``
   then the last row's cells ``(n, 0..m)``, in that order.
 
-``_pair_score`` and ``_fill`` are the scalar reference loops; the batch entry points use their
-row-vectorised twins in ``dp_rows.py`` (identical results, tested against these).
+``pair_score_scalar`` and ``fill_scalar`` are the scalar reference loops; the batch entry points
+use their row-vectorised twins in ``dp_rows.py`` (identical results, tested against these).
 
 Traceback ops: ``0`` pairs a column of a with one of b, ``1`` a column of a with a gap, ``2`` a
 gap with a column of b.
@@ -46,19 +46,28 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from torchmsa.cpu.dp_rows import RES_ONE, facing, fill_rows, pair_score_rows
-
-GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2
-MODES = {"global": GLOBAL, "local": LOCAL, "semiglobal": SEMIGLOBAL}
-NEG = -(1 << 29)
-
-H_DIAG, H_UP, H_LEFT, H_STOP = 0, 1, 2, 3
-E_EXT, F_EXT = 4, 8
-OP_MATCH, OP_UP, OP_LEFT = 0, 1, 2
+from torchmsa.constants import (
+    E_EXT,
+    F_EXT,
+    GLOBAL,
+    H_DIAG,
+    H_LEFT,
+    H_STOP,
+    H_UP,
+    LOCAL,
+    NEG,
+    OP_LEFT,
+    OP_MATCH,
+    OP_UP,
+    RES_ONE,
+    SEMIGLOBAL,
+)
+from torchmsa.cpu.dp_rows import fill_rows, pair_score_rows
+from torchmsa.cpu.rules.facing import facing
 
 
 @njit(cache=True, nogil=True)
-def _pair_score(a, n, b, m, mat, go, ge, mode):
+def pair_score_scalar(a, n, b, m, mat, go, ge, mode):
     """Score-only pairwise DP in O(m) memory: ``(score, end_i, end_j)``."""
     h_row = np.empty(m + 1, np.int32)
     f_row = np.empty(m + 1, np.int32)
@@ -102,7 +111,7 @@ def _pair_score(a, n, b, m, mat, go, ge, mode):
 
 
 @njit(cache=True, nogil=True)
-def _fill(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, trace):
+def fill_scalar(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, trace):
     """Full DP with direction bits in ``trace [n+1, m+1]``: ``(score, end_i, end_j)``."""
     h_row = np.empty(m + 1, np.int32)
     f_row = np.empty(m + 1, np.int32)
@@ -224,7 +233,7 @@ def _traceback(n, m, trace, mode, end_i, end_j, ops):
 
 
 @njit(cache=True, nogil=True)
-def _profile_align(S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, ops):
+def profile_align_one(S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, ops):
     """Profile-profile DP with traceback: ``(score, n_ops, start_i, start_j, end_i, end_j)``."""
     n, m = S.shape
     trace = np.empty((n + 1, m + 1), np.uint8)
@@ -271,7 +280,7 @@ def _pair_align_batch(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, ops, ou
         close_b = np.zeros(m + 1, np.int32)
         res_a = np.full(n + 1, RES_ONE, np.int32)
         res_b = np.full(m + 1, RES_ONE, np.int32)
-        score, k, si, sj, ei, ej = _profile_align(
+        score, k, si, sj, ei, ej = profile_align_one(
             S, open_a, close_a, open_b, close_b, res_a, res_b, ge, mode, ops[p]
         )
         out[p, 0] = score
@@ -319,7 +328,7 @@ def _profile_align_batch(
         cb = close_b[b_off[p] : b_off[p] + mi + 1]
         ra = res_a[a_off[p] : a_off[p] + ni + 1]
         rb = res_b[b_off[p] : b_off[p] + mi + 1]
-        score, k, si, sj, ei, ej = _profile_align(
+        score, k, si, sj, ei, ej = profile_align_one(
             sp, oa, ca, ob, cb, ra, rb, ext, mode, ops[ops_off[p] : ops_off[p] + ni + mi]
         )
         out[p, 0] = score
@@ -455,45 +464,3 @@ def profile_align(
         out,
     )
     return torch.from_numpy(out), torch.from_numpy(ops), torch.from_numpy(ops_off)
-
-
-@njit(cache=True, nogil=True)
-def path_score(S, open_a, close_a, open_b, close_b, res_a, res_b, ext, ops, n_ops):
-    """Global-mode score of the path ``ops[:n_ops]`` through ``S`` (as the DP would score it).
-
-    A run of gaps at one boundary pays its opening cost at the first column it faces and its
-    closing cost at the last (each scaled by that column's residue factor). Between two of its
-    columns it pays ``ext``, or closing and reopening there when that is cheaper (the DP takes
-    the better), except in a leading run along row 0 or column 0, whose cost the DP's boundary
-    fixes at ``open + close + (k - 1) * ext``.
-    """
-    score = 0
-    i = 0
-    j = 0
-    k = 0
-    while k < n_ops:
-        op = ops[k]
-        if op == OP_MATCH:
-            score += S[i, j]
-            i += 1
-            j += 1
-            k += 1
-            continue
-        lead = k == 0
-        run = 0
-        while k < n_ops and ops[k] == op:
-            run += 1
-            k += 1
-        if op == OP_UP:
-            o, c, res, first = open_b[j], close_b[j], res_a, i + 1
-            i += run
-        else:
-            o, c, res, first = open_a[i], close_a[i], res_b, j + 1
-            j += run
-        score -= facing(o, res[first]) + facing(c, res[first + run - 1])
-        for x in range(first, first + run - 1):
-            step = ext
-            if not lead:
-                step = min(ext, facing(c, res[x]) + facing(o, res[x + 1]))
-            score -= step
-    return score

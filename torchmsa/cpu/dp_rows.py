@@ -9,10 +9,10 @@ row's opening and closing costs ``o[j]``, ``c[j]`` of gaps in a (facing column j
 When ``c[j-1] + o[j] >= ext`` for every j the second term of H never beats extending, so
 ``E[j] = max_{k<j} (T'[k] - o[k+1] - (j-1-k) ext)`` with ``T'`` = T (clamped at 0 in local
 mode, and H[i, 0] at k = 0): a running maximum of ``T'[k] - o[k+1] + k ext``, scanned as
-four interleaved chains of one ``max`` each (:func:`_prefix_max`). Every other step is
+four interleaved chains of one ``max`` each (:func:`prefix_max`). Every other step is
 elementwise over the row and vectorises. Rows where the condition fails (or where
 ``m * ext`` could overflow int32) run the scalar row instead, so the result is always that of
-``dp._fill``, bits included.
+``dp.fill_scalar``, bits included.
 """
 
 from __future__ import annotations
@@ -20,23 +20,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-GLOBAL, LOCAL, SEMIGLOBAL = 0, 1, 2
-NEG = -(1 << 29)
-H_UP, H_LEFT, H_STOP = 1, 2, 3
-E_EXT, F_EXT = 4, 8
-SCAN_LIMIT = 1 << 28
-RES_SHIFT = 8
-RES_ONE = 1 << RES_SHIFT
-# Profile alignment treats a column (or boundary) whose residue fraction is below
-# 2^-OCC_SHIFT as if it were that fraction: see ops/colscores.py. (cpu/merge.py takes it as
-# an argument, so numba's on-disk caches never hold a stale value.)
-OCC_SHIFT = 5
-
-
-@njit(cache=True, nogil=True, inline="always")
-def facing(cost, res):
-    """A gap cost scaled by the residue fraction ``res / RES_ONE`` of the column it faces."""
-    return (cost * res) >> RES_SHIFT
+from torchmsa.constants import (
+    E_EXT,
+    F_EXT,
+    GLOBAL,
+    H_LEFT,
+    H_STOP,
+    H_UP,
+    LOCAL,
+    NEG,
+    SCAN_LIMIT,
+    SEMIGLOBAL,
+)
+from torchmsa.cpu.rules.facing import facing
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -49,7 +45,7 @@ def _facing_at(cost, rb, j):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
-def _prefix_max(u, e, m):
+def prefix_max(u, e, m):
     """``e[k + 1] = max(NEG, u[0..k])`` for k < m.
 
     Four quarters of the row are scanned side by side, then each later quarter takes the
@@ -110,7 +106,7 @@ def _row_e(t, e, u, h0, m, ext, o_i, c_i, rb, mode, scan_ok):
             if mode == LOCAL:
                 tk = max(tk, zero)
             u[k] = tk - _facing_at(o_i, rb, k + 1) + k * ext
-        _prefix_max(u, e, m)
+        prefix_max(u, e, m)
         for j in range(1, m + 1):
             e[j] = e[j] - (j - 1) * ext
     else:
@@ -126,7 +122,7 @@ def _row_e(t, e, u, h0, m, ext, o_i, c_i, rb, mode, scan_ok):
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, trace):
-    """As ``dp._fill``: direction bits into ``trace [n+1, m+1]``, returns (score, i, j)."""
+    """As ``dp.fill_scalar``: direction bits into ``trace [n+1, m+1]``, returns (score, i, j)."""
     hp = np.empty(m + 1, np.int32)
     hn = np.empty(m + 1, np.int32)
     f = np.full(m + 1, NEG, np.int32)
@@ -212,7 +208,7 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def pair_score_rows(a, n, b, m, mat, go, ge, mode):
-    """As ``dp._pair_score`` (score, end_i, end_j), row-vectorised with a query profile."""
+    """As ``dp.pair_score_scalar`` (score, end_i, end_j), row-vectorised with a query profile."""
     n_codes = mat.shape[0]
     qp = np.empty((n_codes, m + 1), np.int32)
     for c in range(n_codes):

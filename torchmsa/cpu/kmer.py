@@ -22,15 +22,13 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from torchmsa.cpu.codes import check_codes
-from torchmsa.errors import ArgumentError
+from torchmsa.constants import NOT_COUNTED, PAD
+from torchmsa.errors import ArgumentError, check_codes
 
 __all__ = ["PAD", "NOT_COUNTED", "kmer_ids", "shared_counts", "pair_counts"]
 
-PAD = np.iinfo(np.int32).max
-NOT_COUNTED = 255
-# id ranges up to this size are counted through a dense per-thread table (4 bytes an entry),
-# larger ones by merging the sorted lists
+# id ranges below this size are counted through a dense per-thread table (4 bytes an entry),
+# larger ones by merging the sorted lists (the ``table_limit`` default; both give the same counts)
 TABLE_LIMIT = 1 << 22
 
 
@@ -207,7 +205,9 @@ def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tenso
     return torch.from_numpy(ids), torch.from_numpy(n_ids)
 
 
-def shared_counts(ids_a, len_a, ids_b=None, len_b=None) -> torch.Tensor:
+def shared_counts(
+    ids_a, len_a, ids_b=None, len_b=None, *, table_limit: int = TABLE_LIMIT
+) -> torch.Tensor:
     """Shared k-mer counts of every pair ``(a[p], b[q])``.
 
     Arguments:
@@ -215,6 +215,8 @@ def shared_counts(ids_a, len_a, ids_b=None, len_b=None) -> torch.Tensor:
             non-negative, and their lengths ``int32 [Na]``, as :func:`kmer_ids` returns them.
         ids_b, len_b: the same for the second set; ``None`` for all pairs within the first set
             (computed once per unordered pair).
+        table_limit: id ranges below this count through a dense table, larger ones by merging
+            the lists (same counts; tests force the merge walk with 0).
 
     Returns:
         ``int32 [Na, Nb]``: ``out[p, q] = sum over ids of min(count in a[p], count in b[q])``.
@@ -227,13 +229,15 @@ def shared_counts(ids_a, len_a, ids_b=None, len_b=None) -> torch.Tensor:
         ids_b, len_b = _lists(ids_b, len_b, "b")
     out = np.zeros((ids_a.shape[0], ids_b.shape[0]), np.int32)
     top = max(_max_id(ids_a, len_a), _max_id(ids_b, len_b))
-    table_size = top + 1 if top < TABLE_LIMIT else 0
+    table_size = top + 1 if top < table_limit else 0
     n_chunks = min(max(1, ids_a.shape[0]), 8 * numba.get_num_threads())
     _shared(ids_a, len_a, ids_b, len_b, out, table_size, n_chunks, symmetric)
     return torch.from_numpy(out)
 
 
-def pair_counts(ids_a, len_a, ids_b, len_b, p, q) -> torch.Tensor:
+def pair_counts(
+    ids_a, len_a, ids_b, len_b, p, q, *, table_limit: int = TABLE_LIMIT
+) -> torch.Tensor:
     """Shared k-mer counts of chosen pairs ``(a[p[t]], b[q[t]])``.
 
     Consecutive pairs with the same ``p`` share one count table of ``a[p]`` (the merge walk
@@ -243,6 +247,7 @@ def pair_counts(ids_a, len_a, ids_b, len_b, p, q) -> torch.Tensor:
         ids_a, len_a: sorted id lists ``int32 [Na, Wa]`` and lengths ``int32 [Na]``.
         ids_b, len_b: the same for the second set (may be the first set again).
         p, q: ``int [P]`` row indices into a and b.
+        table_limit: as :func:`shared_counts`.
 
     Returns:
         ``int32 [P]``: ``out[t] = sum over ids of min(count in a[p[t]], count in b[q[t]])``.
@@ -263,7 +268,7 @@ def pair_counts(ids_a, len_a, ids_b, len_b, p, q) -> torch.Tensor:
     starts = np.concatenate([[0], np.flatnonzero(p[1:] != p[:-1]) + 1, [p.size]])
     rows_a, rows_b = np.unique(p), np.unique(q)
     top = max(_max_id(ids_a[rows_a], len_a[rows_a]), _max_id(ids_b[rows_b], len_b[rows_b]))
-    table_size = top + 1 if top < TABLE_LIMIT else 0
+    table_size = top + 1 if top < table_limit else 0
     n_chunks = min(starts.size - 1, 8 * numba.get_num_threads())
     _pairs(ids_a, len_a, ids_b, len_b, p, q, out, starts, table_size, n_chunks)
     return torch.from_numpy(out)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from torchmsa.cpu.codes import check_codes
+from torchmsa.errors import check_codes
 
 __all__ = ["lcs_lengths"]
 

@@ -1,14 +1,12 @@
 """Progressive merges one node at a time in numba, for tree levels too small for batched launches.
 
-``merge_nodes`` does for each node pair what ``torchmsa/progressive.py`` does for a whole level
-with tensor operations, with the same integers: child profiles (leaves from their codes, inner
-nodes from the pool), boundary gap costs and residue factors, column scores
-``floor(P_a M P_bᵀ / (d_a d_b))`` (``ops/colscores.py``: ``d = min(w, r 2^OCC_SHIFT)``) in
-float64 loops (exact, as the batched path's matrix products are, so both give the exact
-floor), the DP of ``cpu/dp.py`` and the merge of profiles and boundary weights through the
-traceback. In accurate mode each merge also adds its consistency tile (``consistency.py``: the
-library entries whose sequences meet at this parent, each cell's sum times the weight, floored)
-and keeps every residue's column in its current node up to date, as the batched levels do.
+``merge_nodes`` does for each node pair what :mod:`torchmsa.progressive.level` does for a whole
+level with tensor operations, with the same integers and the same rules (the numba twins in
+:mod:`torchmsa.cpu.rules`): child profiles (leaves from their codes, inner nodes from the pool),
+boundary gap costs and residue factors, column scores, the DP of ``cpu/dp.py`` and the merge of
+profiles and boundary weights through the traceback. In accurate mode each merge also adds its
+consistency tile (the library entries whose sequences meet at this parent) and keeps every
+residue's column in its current node up to date, as the batched levels do.
 """
 
 from __future__ import annotations
@@ -16,7 +14,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_UP, RES_ONE, _profile_align
+from torchmsa.constants import GLOBAL
+from torchmsa.cpu.dp import profile_align_one
+from torchmsa.cpu.rules.boundary_weights import merged_boundaries
+from torchmsa.cpu.rules.column_scores import column_scores, column_scores_threaded
+from torchmsa.cpu.rules.consistency_tile import add_tile
+from torchmsa.cpu.rules.gap_costs import gap_costs
+from torchmsa.cpu.rules.path_columns import path_columns
+from torchmsa.cpu.rules.residue_factors import residue_factors
 
 __all__ = ["merge_nodes"]
 
@@ -64,165 +69,12 @@ def _add_child(
     if x < n_leaves:
         for k in range(n):
             prof_pool[rows + to[k], codes[seq_off[x] + k]] += weight
-        _merge_both(np.full(n + 1, weight, np.int64), to, n, width, both_pool, bnds)
+        merged_boundaries(np.full(n + 1, weight, np.int64), to, n, width, both_pool, bnds)
     else:
         for k in range(n):
             for c in range(n_alpha):
                 prof_pool[rows + to[k], c] += prof_pool[row[x] + k, c]
-        _merge_both(both_pool[bnd[x] : bnd[x] + n + 1], to, n, width, both_pool, bnds)
-
-
-@njit(cache=True, nogil=True)
-def _costs(prof, both, weight, gap_open, t_num, t_den, occ_shift):
-    """Opening and closing halves of each boundary's gap cost, and the residue factors."""
-    n = prof.shape[0]
-    opening = np.empty(n + 1, np.int32)
-    closing = np.empty(n + 1, np.int32)
-    res = np.zeros(n + 1, np.int32)
-    for k in range(n + 1):
-        crossing = both[k]
-        if crossing > 0:
-            crossing = max(crossing, weight >> occ_shift)
-        cost = gap_open * crossing // weight
-        if k == 0 or k == n:
-            cost = cost * t_num // t_den
-        closing[k] = cost // 2
-        opening[k] = cost - cost // 2
-    for k in range(n):
-        res[k + 1] = max(prof[k].sum() * RES_ONE // weight, RES_ONE >> occ_shift)
-    return opening, closing, res
-
-
-@njit(cache=True, nogil=True)
-def _divisors(prof, weight, occ_shift):
-    """Each column's divisor ``min(weight, r << occ_shift)`` (``ops.colscores``)."""
-    d = np.empty(prof.shape[0], np.int64)
-    for k in range(prof.shape[0]):
-        d[k] = max(min(weight, prof[k].sum() << occ_shift), 1)
-    return d
-
-
-@njit(cache=True, nogil=True)
-def _scores(prof_a, prof_b, matrix, wa, wb, occ_shift):
-    """``int32 [n, m]`` column scores ``floor(P_a M P_bᵀ / (d_a d_b))``. Every product and
-    partial sum is an integer of magnitude at most ``w_a max|M| w_b`` < 2^53
-    (``ops/colscores.py``), so the float64 loops are exact in any order and the floor of the
-    correctly rounded quotient is the exact floor; float64 lets the inner loop vectorise.
-    Each cell costs one multiply-add per residue type present in the sparser profile's column
-    (a group of k sequences has at most k), not one per letter of the alphabet."""
-    da, db = _divisors(prof_a, wa, occ_shift), _divisors(prof_b, wb, occ_shift)
-    if _nonzeros(prof_a) <= _nonzeros(prof_b):
-        return _sparse_rows(prof_a, prof_b, matrix, da, db)
-    return _sparse_rows(prof_b, prof_a, matrix.T, db, da).T.copy()
-
-
-@njit(cache=True, parallel=True)
-def scores_threaded(prof_a, prof_b, matrix, wa, wb, occ_shift, threads):
-    """:func:`_scores` with its rows spread over ``threads`` threads (the same integers: every
-    cell is the exact floor whichever profile's nonzeros the loops run over)."""
-    da, db = _divisors(prof_a, wa, occ_shift), _divisors(prof_b, wb, occ_shift)
-    flip = _nonzeros(prof_a) > _nonzeros(prof_b)
-    rows, cols = (prof_b, prof_a) if flip else (prof_a, prof_b)
-    d_rows, d_cols = (db, da) if flip else (da, db)
-    mat = matrix.T.copy() if flip else matrix.copy()
-    mb, inv_b, dbf = _row_terms(cols, mat, d_cols)
-    n, m = rows.shape[0], cols.shape[0]
-    out = np.empty((n, m), np.int32)
-    chunks = min(n, 4 * threads)
-    for c in prange(chunks):
-        raw = np.empty(m, np.float64)
-        for i in range(c * n // chunks, (c + 1) * n // chunks):
-            _score_row(i, rows, mb, d_rows, inv_b, dbf, raw, out)
-    if not flip:
-        return out
-    S = np.empty((m, n), np.int32)
-    for j in prange(m):
-        for i in range(n):
-            S[j, i] = out[i, j]
-    return S
-
-
-@njit(cache=True, nogil=True)
-def _nonzeros(prof):
-    count = 0
-    for i in range(prof.shape[0]):
-        for p in range(prof.shape[1]):
-            count += prof[i, p] != 0
-    return count
-
-
-@njit(cache=True, nogil=True)
-def _sparse_rows(prof_a, prof_b, matrix, da, db):
-    """:func:`_scores` row by row over the nonzero entries of ``prof_a``'s columns:
-    ``S[i] = floor(sum_p P_a[i, p] (M P_bᵀ)[p] / (d_a[i] d_b))``."""
-    mb, inv_b, dbf = _row_terms(prof_b, matrix, db)
-    S = np.empty((prof_a.shape[0], prof_b.shape[0]), np.int32)
-    raw = np.empty(prof_b.shape[0], np.float64)
-    for i in range(prof_a.shape[0]):
-        _score_row(i, prof_a, mb, da, inv_b, dbf, raw, S)
-    return S
-
-
-@njit(cache=True, nogil=True)
-def _row_terms(prof_b, matrix, db):
-    """What every row of :func:`_sparse_rows` shares: ``M P_bᵀ``, ``1 / d_b`` and ``d_b``."""
-    m, n_alpha = prof_b.shape[0], matrix.shape[0]
-    mb = np.zeros((n_alpha, m), np.float64)  # M P_bᵀ
-    for j in range(m):
-        for q in range(n_alpha):
-            v = prof_b[j, q]
-            if v != 0:
-                for p in range(n_alpha):
-                    mb[p, j] += matrix[p, q] * v
-    dbf = db.astype(np.float64)
-    return mb, 1.0 / dbf, dbf
-
-
-@njit(cache=True, nogil=True)
-def _score_row(i, prof_a, mb, da, inv_b, dbf, raw, S):
-    """Row ``i`` of :func:`_sparse_rows` into ``S[i]`` (``raw``: float64 scratch of one row)."""
-    n_alpha, m = mb.shape
-    # a column of one residue type (every column of a single sequence) scales one row of
-    # M P_bᵀ: no sum to clear and accumulate
-    only, count = 0, 0
-    for p in range(n_alpha):
-        if prof_a[i, p] != 0:
-            only = p
-            count += 1
-    if count == 1:
-        v = np.float64(prof_a[i, only])
-        for j in range(m):
-            raw[j] = v * mb[only, j]
-    else:
-        raw[:] = 0.0
-        for p in range(n_alpha):
-            v = np.float64(prof_a[i, p])
-            if v != 0.0:
-                for j in range(m):
-                    raw[j] += v * mb[p, j]
-    dai = np.float64(da[i])
-    inv_a = 1.0 / dai
-    for j in range(m):
-        # the quotient from reciprocals is within one of the floor; the exact products
-        # (below 2^53) settle it
-        d = dai * dbf[j]
-        q = np.floor(raw[j] * inv_a * inv_b[j])
-        q -= q * d > raw[j]
-        q += (q + 1.0) * d <= raw[j]
-        S[i, j] = np.int32(q)
-
-
-@njit(cache=True, nogil=True)
-def _merge_both(both, new_col, n, width, out, base):
-    """Adds a child's boundary weights to the parent's: a boundary keeps its weight where the
-    columns on both sides of it (or the profile's end) stay adjacent in the parent."""
-    if n == 0:
-        return
-    for c in range(n + 1):
-        here = new_col[c] if c < n else new_col[n - 1] + 1
-        before = new_col[c - 1] + 1 if c > 0 else 0
-        if here == before and (c < n or here == width):
-            out[base + here] += both[c]
+        merged_boundaries(both_pool[bnd[x] : bnd[x] + n + 1], to, n, width, both_pool, bnds)
 
 
 @njit(cache=True, nogil=True)
@@ -238,18 +90,7 @@ def _add_tile(S, a, ent, lo, hi, seq_off, res_col, node_of_seq, cweight, denom):
             tile[cx, cy] += ent[4, e]
         else:
             tile[cy, cx] += ent[4, e]
-    add_floored(S, tile, cweight, denom)
-
-
-@njit(cache=True, nogil=True)
-def add_floored(S, tile, cweight, denom):
-    """``S += floor(tile * cweight / denom)`` cell by cell: a consistency tile joins the scores
-    (``consistency.py``)."""
-    n, m = S.shape
-    for i in range(n):
-        for j in range(m):
-            if tile[i, j] != 0:
-                S[i, j] += np.int32((tile[i, j] * cweight) // denom)
+    add_tile(S, tile, cweight, denom)
 
 
 @njit(cache=True, nogil=True)
@@ -268,11 +109,13 @@ def _pair_dp(q, pairs, kids, S, ops, cols, weights, gap_open, ext, t_num, t_den,
     prof_a, both_a, prof_b, both_b = kids
     a, b = pairs[q, 0], pairs[q, 1]
     n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
-    oa, ca, ra = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
-    ob, cb, rb = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
+    oa, ca = gap_costs(both_a, wa, gap_open, t_num, t_den, occ_shift)
+    ob, cb = gap_costs(both_b, wb, gap_open, t_num, t_den, occ_shift)
+    ra = residue_factors(prof_a, wa, occ_shift)
+    rb = residue_factors(prof_b, wb, occ_shift)
     if node_of_seq.size > 0 and ent_hi[q] > ent_lo[q] and n > 0 and m > 0:
         _add_tile(S, a, ent, ent_lo[q], ent_hi[q], seq_off, res_col, node_of_seq, cweight, wa * wb)
-    return _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
+    return profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
 
 
 @njit(cache=True, parallel=True)
@@ -314,7 +157,7 @@ def merge_nodes(
     ``rows_used`` / ``bnds_used``; its columns, weight and pool offsets go to ``cols``,
     ``weights``, ``row``, ``bnd``. ``new_col`` gets, node after node, the parent column of each
     column of the first child, then of the second. ``occ_shift`` is the occupancy floor's
-    ``OCC_SHIFT`` (``ops/colscores.py``). Returns the pools' new ends and the number of
+    shift (:mod:`torchmsa.ops.rules.column_scores`). Returns the pools' new ends and the number of
     ``new_col`` entries written.
 
     A level of one pair of at least ``lone_cells`` cells computes its column scores on
@@ -348,7 +191,7 @@ def merge_nodes(
         for k in prange(count - int(lone)):
             q = lo + k
             kids = _kids(q, pairs, cols, weights, *args)
-            S = _scores(
+            S = column_scores(
                 kids[0], kids[2], matrix, weights[pairs[q, 0]], weights[pairs[q, 1]], occ_shift
             )
             ops = ops_buf[ops_off[k] : ops_off[k + 1]]
@@ -356,7 +199,7 @@ def merge_nodes(
         if lone:  # one wide pair (a link of a deep chain): its column scores on every thread
             kids = _kids(lo, pairs, cols, weights, *args)
             wx, wy = weights[pairs[lo, 0]], weights[pairs[lo, 1]]
-            S = scores_threaded(kids[0], kids[2], matrix, wx, wy, occ_shift, threads)
+            S = column_scores_threaded(kids[0], kids[2], matrix, wx, wy, occ_shift, threads)
             widths[0] = _pair_dp(lo, pairs, kids, S, ops_buf, *dp_args)
         for k in range(count):
             q = lo + k
@@ -365,14 +208,7 @@ def merge_nodes(
             ops, width = ops_buf[ops_off[k] : ops_off[k + 1]], widths[k]
             map_a = new_col[used : used + n]
             map_b = new_col[used + n : used + n + m]
-            i = j = 0
-            for t in range(width):
-                if ops[t] != OP_LEFT:
-                    map_a[i] = t
-                    i += 1
-                if ops[t] != OP_UP:
-                    map_b[j] = t
-                    j += 1
+            path_columns(ops, width, map_a, map_b)
             used += n + m
             if track:
                 for sq in range(node_of_seq.size):

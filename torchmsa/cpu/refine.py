@@ -1,12 +1,10 @@
 """Refinement's edge evaluations one edge at a time in numba, for pieces too small for batches.
 
-``evaluate_edges`` does for each edge what ``torchmsa/refine.py``'s ``evaluate_partitions``
-does for a whole batch with tensor operations, with the same integers: the two groups' kept
-columns, profiles and boundary weights, their gap costs and residue factors
-(``progressive.open_costs``, ``progressive.residue_factors``), the column scores
-``floor(P_a M P_bᵀ / (d_a d_b))`` with the occupancy divisors of ``ops/colscores.py``, the
-consistency tile (each touched cell's library sum times the weight, floored per cell), the
-score of the current path (``cpu.dp.path_score``) and the DP of ``cpu/dp.py``. Edges are
+``evaluate_edges`` does for each edge what :func:`torchmsa.refine.evaluate_partitions` does for
+a whole batch with tensor operations, with the same integers and the same rules (the numba
+twins in :mod:`torchmsa.cpu.rules`): the two groups' kept columns, profiles and boundary
+weights, their gap costs and residue factors, the column scores, the consistency tile, the
+score of the current path and the DP of ``cpu/dp.py``. Edges are
 independent, so they run in parallel; each writes only its own outputs. ``evaluate_edge`` does
 one edge with its column scores and consistency tile spread over the threads instead.
 """
@@ -16,10 +14,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from torchmsa.cpu.dp import GLOBAL, OP_LEFT, OP_MATCH, OP_UP, _profile_align, path_score
-from torchmsa.cpu.merge import _costs, _scores, add_floored, scores_threaded
+from torchmsa.constants import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
+from torchmsa.cpu.dp import profile_align_one
+from torchmsa.cpu.rules.column_scores import column_scores, column_scores_threaded
+from torchmsa.cpu.rules.consistency_tile import add_tile
+from torchmsa.cpu.rules.gap_costs import gap_costs
+from torchmsa.cpu.rules.path_score import path_score
+from torchmsa.cpu.rules.residue_factors import residue_factors
 
-__all__ = ["apply_path", "evaluate_edge", "evaluate_edges", "entries_by_row", "residue_columns"]
+__all__ = ["evaluate_edge", "evaluate_edges", "entries_by_row", "residue_columns"]
 
 
 def entries_by_row(lib: np.ndarray, val: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,8 +125,10 @@ def _edge_groups(codes, weights, side, n_alpha, gap, gap_open, t_num, t_den, occ
     costs (opening, closing halves and residue factors)."""
     kept_a, idx_a, prof_a, both_a, wa = _group(codes, weights, side, True, gap, n_alpha)
     kept_b, idx_b, prof_b, both_b, wb = _group(codes, weights, side, False, gap, n_alpha)
-    cost_a = _costs(prof_a, both_a, wa, gap_open, t_num, t_den, occ_shift)
-    cost_b = _costs(prof_b, both_b, wb, gap_open, t_num, t_den, occ_shift)
+    oa, ca = gap_costs(both_a, wa, gap_open, t_num, t_den, occ_shift)
+    ob, cb = gap_costs(both_b, wb, gap_open, t_num, t_den, occ_shift)
+    cost_a = (oa, ca, residue_factors(prof_a, wa, occ_shift))
+    cost_b = (ob, cb, residue_factors(prof_b, wb, occ_shift))
     return kept_a, idx_a, prof_a, wa, cost_a, kept_b, idx_b, prof_b, wb, cost_b
 
 
@@ -153,7 +158,7 @@ def _edge_path(width, kept_a, kept_b, S, cost_a, cost_b, ext, ops):
         ib += in_b
         k += 1
     now = path_score(S, oa, ca, ob, cb, ra, rb, ext, old, k)
-    best, n_ops = _profile_align(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[:2]
+    best, n_ops = profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[:2]
     return best - now, n_ops
 
 
@@ -204,7 +209,7 @@ def _one_edge(
         codes, weights, side, matrix.shape[0], gap, gap_open, t_num, t_den, occ_shift
     )
     n, m = kept_a.size, kept_b.size
-    S = _scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
+    S = column_scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
     if by_row.shape[1] and n and m:
         tile = np.zeros((n, m), np.int64)
         # the entries between the groups, each found once from its end in the smaller group
@@ -216,7 +221,7 @@ def _one_edge(
                 i, j = _entry_cell(r, t, side, small, by_row, col, seq_off, idx_a, idx_b)
                 if i >= 0:
                     tile[i, j] += by_row[3, t]
-        add_floored(S, tile, cweight, wa * wb)
+        add_tile(S, tile, cweight, wa * wb)
     d, n_ops = _edge_path(codes.shape[1], kept_a, kept_b, S, cost_a, cost_b, ext, ops)
     return d, wa, wb, n_ops
 
@@ -249,7 +254,7 @@ def evaluate_edge(
         codes, weights, side, matrix.shape[0], gap, gap_open, t_num, t_den, occ_shift
     )
     n, m = kept_a.size, kept_b.size
-    S = scores_threaded(prof_a, prof_b, matrix, wa, wb, occ_shift, threads)
+    S = column_scores_threaded(prof_a, prof_b, matrix, wa, wb, occ_shift, threads)
     if by_row.shape[1] and n and m:
         # each entry between the groups once, from its end in the smaller group, as (A column,
         # B column, value) at its place among that group's rows
@@ -279,7 +284,7 @@ def evaluate_edge(
                     k = start[r] + t - row_ptr[r]
                     if lo <= at_a[k] < hi:
                         tile[at_a[k] - lo, at_b[k]] += by_row[3, t]
-            add_floored(S[lo:hi], tile, cweight, wa * wb)
+            add_tile(S[lo:hi], tile, cweight, wa * wb)
     info[0], info[3] = _edge_path(codes.shape[1], kept_a, kept_b, S, cost_a, cost_b, ext, ops)
     info[1], info[2] = wa, wb
 
@@ -334,37 +339,3 @@ def evaluate_edges(
         info[k, 1] = wa
         info[k, 2] = wb
         info[k, 3] = n_ops
-
-
-@njit(cache=True, nogil=True)
-def apply_path(codes, side, ops, gap):
-    """``uint8 [N, len(ops)]``: ``codes`` with the rows of ``side`` (group A) and the others
-    (group B), each without its all-gap columns, merged along the path ``ops`` (as
-    ``torchmsa/refine.py``'s ``_apply`` does with tensor operations)."""
-    n, width = codes.shape
-    has_a = np.zeros(width, np.bool_)
-    has_b = np.zeros(width, np.bool_)
-    for r in range(n):
-        has = has_a if side[r] else has_b
-        for c in range(width):
-            if codes[r, c] != gap:
-                has[c] = True
-    cols_a, cols_b = np.nonzero(has_a)[0], np.nonzero(has_b)[0]
-    # the source column of every path step, per group (-1: a gap column for that group)
-    src_a = np.full(ops.size, -1, np.int64)
-    src_b = np.full(ops.size, -1, np.int64)
-    ia = ib = 0
-    for k in range(ops.size):
-        if ops[k] != OP_LEFT:
-            src_a[k] = cols_a[ia]
-            ia += 1
-        if ops[k] != OP_UP:
-            src_b[k] = cols_b[ib]
-            ib += 1
-    out = np.full((n, ops.size), gap, np.uint8)
-    for r in range(n):
-        src = src_a if side[r] else src_b
-        for k in range(ops.size):
-            if src[k] >= 0:
-                out[r, k] = codes[r, src[k]]
-    return out

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import torch
 
+from torchmsa._triton.host import to_device
+from torchmsa.config import MemoryBudget
 from torchmsa.errors import ArgumentError, DeviceError
 
-__all__ = ["resolve_device", "resolve_backend", "interpreter_enabled", "to_device", "BACKENDS"]
+__all__ = [
+    "resolve_device",
+    "resolve_backend",
+    "interpreter_enabled",
+    "to_device",
+    "budget_bytes",
+    "BACKENDS",
+]
 
 BACKENDS = ("auto", "cpu", "triton")
 
@@ -17,20 +25,6 @@ BACKENDS = ("auto", "cpu", "triton")
 def interpreter_enabled() -> bool:
     """True when Triton kernels run in Triton's interpreter (``TRITON_INTERPRET=1``)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
-def to_device(x: np.ndarray | torch.Tensor, device: torch.device, dtype=None) -> torch.Tensor:
-    """``x`` (a host array or a tensor anywhere) as a tensor on ``device``.
-
-    A host array goes to a GPU through pinned memory, copied without waiting: torch's plain
-    copy from pageable memory waits for all the work queued on the device first, so a level
-    of the progressive alignment that uploads several arrays would wait for the device at
-    each of them instead of once.
-    """
-    t = torch.as_tensor(x, dtype=dtype)
-    if device.type == "cuda" and t.device.type == "cpu":
-        return t.pin_memory().to(device, non_blocking=True)
-    return t.to(device)
 
 
 def resolve_device(device) -> torch.device:
@@ -84,3 +78,17 @@ def resolve_backend(backend: str, device: torch.device) -> str:
             "before importing torchmsa, or use backend='cpu'"
         )
     return backend
+
+
+def budget_bytes(budget: MemoryBudget | int | None, device: torch.device) -> int:
+    """Bytes a stage on ``device`` may plan for: ``budget`` itself when it is a number, else
+    ``budget.limit(device)`` (``None``: the default :class:`~torchmsa.config.MemoryBudget`)."""
+    if budget is None:
+        budget = MemoryBudget()
+    if isinstance(budget, MemoryBudget):
+        return budget.limit(device)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ArgumentError(
+            f"Invalid value for `budget` argument: {budget!r}; use a MemoryBudget or bytes"
+        )
+    return budget

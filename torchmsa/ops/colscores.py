@@ -1,17 +1,8 @@
-"""Profile column scores as matrix products, exact, for one pair or a whole batch of pairs.
+"""Profile column scores of a whole batch of pairs, exact, packed one pair after another.
 
-The score of column i of profile a against column j of b is the weighted mean substitution
-score over all pairs of their sequences, gaps scoring 0: ``P_a[i] M P_b[j]ᵀ / (w_a w_b)``,
-except that a column whose residue weight ``r`` is below ``w / 2^OCC_SHIFT`` counts as if its
-residue fraction were ``2^-OCC_SHIFT``: its divisor is ``min(w, r 2^OCC_SHIFT)``
-(:func:`occupancy_divisors`), not ``w``. Scores are integers (floors), and without the floor
-two sparse columns of large profiles (one residue each among thousands of sequences) score
-below one unit: 0 or -1 whatever their residues, so the DP could not tell a good pairing of
-rare long sequences from a bad one. The gap costs facing such columns take the same floor
-(``progressive.open_costs``, ``progressive.residue_factors``), so inside a sparse region the
-DP is a pairwise alignment at ``2^(-2 OCC_SHIFT)`` of full scale instead of vanishing: with
-``OCC_SHIFT`` 5 and the pipeline's 256 units per matrix unit, a quarter of a matrix unit.
-Columns at or above the floor score as before.
+Pairs of similar sizes share one batched matrix product (padded within :data:`PAD_SLACK`);
+each value is the rule of :mod:`torchmsa.ops.rules.column_scores` (occupancy divisors, exact
+floors), the same integers as scoring the pairs one by one.
 """
 
 from __future__ import annotations
@@ -19,43 +10,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchmsa.cpu.dp_rows import OCC_SHIFT
+from torchmsa.constants import OCC_SHIFT
 from torchmsa.ops.backend import to_device
+from torchmsa.ops.rules.column_scores import column_scores, occupancy_divisors
 
 __all__ = ["column_scores", "batched_column_scores", "occupancy_divisors", "PAD_SLACK"]
 
 PAD_SLACK = 2.0  # a bucket may hold up to this many padded cells per real cell
 CPU_ALONE_CELLS = 1 << 14  # on the CPU a pair this large is scored alone (padding costs more)
-
-
-def occupancy_divisors(row_sums: torch.Tensor, w) -> torch.Tensor:
-    """``float64``: each column's divisor ``min(w, r 2^OCC_SHIFT)`` (at least 1), from its
-    residue weight ``r`` (``row_sums``, exact integers) and its profile's weight ``w`` (a number
-    or a tensor broadcasting against ``row_sums``)."""
-    w = torch.as_tensor(w, dtype=torch.float64, device=row_sums.device)
-    return torch.minimum(row_sums * float(1 << OCC_SHIFT), w).clamp_min_(1.0)
-
-
-def column_scores(
-    prof_a: torch.Tensor, prof_b: torch.Tensor, matrix: torch.Tensor, w_a: int, w_b: int
-) -> torch.Tensor:
-    """``int32 [Ca, Cb]``: ``floor(P_a M P_bᵀ / (d_a d_b))`` with the columns' divisors
-    ``d = min(w, r 2^OCC_SHIFT) <= w`` (:func:`occupancy_divisors`), exactly.
-
-    ``prof_a``, ``prof_b`` hold integer weight sums (float64 [C, A]) and ``matrix`` integers
-    (float64 [A, A], entries below 2^13); with ``w_a + w_b <= 2^20`` every product and partial
-    sum is an integer below 2^51, so the float64 matrix product is exact in any summation order,
-    and so is ``d_a d_b <= w_a w_b <= 2^38``. The quotient is below 2^13 in magnitude (``r / d
-    <= 1``), so its rounding error is below 2^-40, while a non-integer quotient lies at least
-    ``1 / (d_a d_b) >= 2^-38`` from an integer: ``floor`` of the correctly rounded division is
-    the exact floor on every IEEE device. Divisors are tensors on the product's device:
-    PyTorch's CUDA division by a CPU scalar multiplies by the reciprocal instead, which is not
-    always the correctly rounded quotient.
-    """
-    raw = (prof_a @ matrix) @ prof_b.T
-    d_a = occupancy_divisors(prof_a.sum(1), int(w_a))
-    d_b = occupancy_divisors(prof_b.sum(1), int(w_b))
-    return torch.floor(raw.div_(d_a[:, None] * d_b[None, :])).to(torch.int32)
 
 
 def _buckets(
@@ -92,6 +54,8 @@ def batched_column_scores(
     w_a: torch.Tensor,
     w_b: torch.Tensor,
     matrix: torch.Tensor,
+    *,
+    occ_shift: int = OCC_SHIFT,
 ):
     """Column scores of many profile pairs, packed.
 
@@ -103,6 +67,7 @@ def batched_column_scores(
         (These six may be tensors on any device or host arrays: the host needs them to plan
         the buckets, so host arrays save a wait for the device.)
         matrix: ``float64 [A, A]`` integer substitution scores.
+        occ_shift: the occupancy floor (:func:`occupancy_divisors`).
 
     Returns:
         ``(S int32 [sum(n*m)], s_off int64 [P])``: pair p's ``[n_p, m_p]`` scores, row-major,
@@ -136,6 +101,7 @@ def batched_column_scores(
                 matrix,
                 wa_l[p],
                 wb_l[p],
+                occ_shift,
             )
             S[s_off_l[p] : s_off_l[p] + c_l[p]] = block.view(-1)
             continue
@@ -147,8 +113,8 @@ def batched_column_scores(
         rows_a = torch.where(ia < nb, off_a[idx][:, None] + ia, zero_row)
         rows_b = torch.where(ib < mb, off_b[idx][:, None] + ib, zero_row)
         raw = torch.bmm(pm[rows_a], padded[rows_b].transpose(1, 2))
-        d_a = occupancy_divisors(sums[rows_a], w_a[idx][:, None])
-        d_b = occupancy_divisors(sums[rows_b], w_b[idx][:, None])
+        d_a = occupancy_divisors(sums[rows_a], w_a[idx][:, None], occ_shift)
+        d_b = occupancy_divisors(sums[rows_b], w_b[idx][:, None], occ_shift)
         vals = torch.floor(raw.div_(d_a[:, :, None] * d_b[:, None, :])).to(torch.int32)
         if device.type == "cuda":  # one scatter beats a launch per pair
             valid = (ia[None, :, None] < nb[:, :, None]) & (ib[None, None, :] < mb[:, None, :])

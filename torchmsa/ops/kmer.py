@@ -8,6 +8,8 @@ import numpy as np
 import torch
 
 from torchmsa.alphabet import DNA, PROTEIN, Alphabet, detect_seqtype
+from torchmsa.config import ExecutionPolicy, MemoryBudget
+from torchmsa.constants import NOT_COUNTED
 from torchmsa.cpu import kmer as cpu_kmer
 from torchmsa.errors import AlphabetError, ArgumentError
 from torchmsa.ops.backend import resolve_backend, resolve_device
@@ -32,7 +34,7 @@ REDUCTIONS = {"dayhoff6": PROTEIN, "acgt": DNA}
 def reduced_map(alphabet: Alphabet) -> torch.Tensor:
     """``uint8 [A + 1]``: each code's group in ``alphabet``'s reduced alphabet, 255 for the
     residues that are not counted and for the gap code."""
-    return torch.tensor(alphabet.reduced + (cpu_kmer.NOT_COUNTED,), dtype=torch.uint8)
+    return torch.tensor(alphabet.reduced + (NOT_COUNTED,), dtype=torch.uint8)
 
 
 def _triton():
@@ -51,17 +53,28 @@ def kmer_ids(codes, lengths, reduced, k: int, backend: str = "auto"):
 
 
 def shared_counts(
-    ids_a, len_a, ids_b=None, len_b=None, backend: str = "auto", method: str | None = None
+    ids_a,
+    len_a,
+    ids_b=None,
+    len_b=None,
+    backend: str = "auto",
+    method: str | None = None,
+    *,
+    policy: ExecutionPolicy | None = None,
+    budget: MemoryBudget | int | None = None,
 ) -> torch.Tensor:
     """Shared counts ``int32 [Na, Nb]`` of sorted id lists (all pairs of a when b is None), on
     the device of ``ids_a``.
 
     The Triton backend streams tiles (``torchmsa/ops/kmer_stream.py``; ``method`` picks
-    ``"matrix"`` or ``"lists"``) and raises ResourceError when the whole matrix does not fit
-    in device memory.
+    ``"matrix"`` or ``"lists"``, by default ``policy.kmer_method``) and raises ResourceError
+    when the whole matrix does not fit ``budget`` (default: ``MemoryBudget()``).
     """
     if resolve_backend(backend, ids_a.device) == "triton":
-        return full_counts(ids_a, len_a, ids_b, len_b, backend="triton", method=method)
+        return full_counts(
+            ids_a, len_a, ids_b, len_b, backend="triton", method=method, budget=budget,
+            policy=policy,
+        )  # fmt: skip
     return cpu_kmer.shared_counts(ids_a, len_a, ids_b, len_b).to(ids_a.device)
 
 
@@ -119,6 +132,8 @@ def shared_kmer_counts(
     alphabet: str = "dayhoff6",
     device="auto",
     backend: str = "auto",
+    policy: ExecutionPolicy | None = None,
+    budget: MemoryBudget | int | None = None,
 ) -> torch.Tensor:
     """Shared k-mer counts of every pair of sequences.
 
@@ -147,6 +162,10 @@ def shared_kmer_counts(
         backend: ``"auto"`` (Triton on a CUDA ``device``, else the CPU), ``"cpu"`` (numba;
             the result is copied to ``device``) or ``"triton"`` (on CPU tensors only in
             Triton's interpreter, ``TRITON_INTERPRET=1``).
+        policy: the :class:`~torchmsa.config.ExecutionPolicy` (its ``kmer_method`` picks the
+            Triton formulation; every choice gives the same counts).
+        budget: the memory the Triton backend may use (bytes or a
+            :class:`~torchmsa.config.MemoryBudget`; ``None``: the default one).
 
     Returns:
         ``torch.int32 [Na, Nb]`` (``[Na, Na]`` when ``seqs_b`` is ``None``; its diagonal is
@@ -174,10 +193,10 @@ def shared_kmer_counts(
     work = dev if impl == "triton" else torch.device("cpu")
     ids_a, n_a = kmer_ids(batch_a.codes.to(work), batch_a.lengths.to(work), reduced, k, impl)
     if batch_b is None:
-        counts = shared_counts(ids_a, n_a, backend=impl)
+        counts = shared_counts(ids_a, n_a, backend=impl, policy=policy, budget=budget)
     else:
         ids_b, n_b = kmer_ids(batch_b.codes.to(work), batch_b.lengths.to(work), reduced, k, impl)
-        counts = shared_counts(ids_a, n_a, ids_b, n_b, backend=impl)
+        counts = shared_counts(ids_a, n_a, ids_b, n_b, impl, policy=policy, budget=budget)
     return counts.to(dev)
 
 

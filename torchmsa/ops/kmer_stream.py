@@ -11,8 +11,8 @@ keys of x, and each key present in the call gets a column, in ascending key orde
 columns, and every result, do not depend on the tiling). A tile needs the binary indicator
 strips of its rows over these ``K`` columns: ``int8 [rows, K]`` for the ``matrix`` method (and
 of its columns), ``int8 [K, columns]`` for the ``lists`` method. Tile sides are the largest
-that fit the budget: free device memory times :data:`CUDA_BUDGET_FRACTION` on a GPU,
-:data:`CPU_BUDGET` bytes for tensors on the CPU (the interpreter, or the numba twin).
+that fit the budget: :meth:`torchmsa.config.MemoryBudget.limit` of the device, unless the
+caller gives bytes. The method's default is ``ExecutionPolicy.kmer_method``.
 """
 
 from __future__ import annotations
@@ -22,27 +22,24 @@ from typing import NamedTuple
 
 import torch
 
+from torchmsa.config import ExecutionPolicy, MemoryBudget
 from torchmsa.cpu import kmer as cpu_kmer
 from torchmsa.errors import ArgumentError, ResourceError
+from torchmsa.ops.backend import budget_bytes
 
 __all__ = [
     "METHODS",
-    "DEFAULT_METHOD",
     "KeyColumns",
     "key_columns",
-    "memory_budget",
     "plan_tiles",
     "count_tiles",
     "full_counts",
 ]
 
+# ExecutionPolicy.kmer_method picks one; "matrix" by default: its tensor-core products are
+# ~6e14 int8 operations for all pairs of 100,000 sequences (K ~ 62,000 key columns), against
+# ~3e12 scattered byte loads for "lists" (benchmarks/kmer_gpu.py times both on a GPU)
 METHODS = ("matrix", "lists")
-# the tensor-core products: ~6e14 int8 operations for all pairs of 100,000 sequences
-# (K ~ 62,000 key columns), against ~3e12 scattered byte loads for "lists"; to be confirmed
-# by benchmarks/kmer_gpu.py on the GPU (flip this if "lists" wins there)
-DEFAULT_METHOD = "matrix"
-CPU_BUDGET = 1 << 30
-CUDA_BUDGET_FRACTION = 0.8
 ALIGN = 256  # strip rows and K are padded to this (the largest block of the kernels)
 TILE_STEP = 256  # tile sides are multiples of this (or the whole side)
 MAX_TILE = 1 << 15  # rows a tile side: 4 GiB int32 tiles keep the peak memory moderate
@@ -120,15 +117,7 @@ def key_columns(ids_a, len_a, ids_b=None, len_b=None) -> KeyColumns:
     return KeyColumns(*out, k=int(table.numel()))
 
 
-def memory_budget(device: torch.device) -> int:
-    """Bytes a call may use: a fraction of the free memory of a GPU, a fixed amount on CPU."""
-    if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free * CUDA_BUDGET_FRACTION)
-    return CPU_BUDGET
-
-
-def _tile_bytes(tm: int, tn: int, k: int, width: int, method: str, symmetric: bool) -> int:
+def tile_bytes(tm: int, tn: int, k: int, width: int, method: str, symmetric: bool) -> int:
     k_pad = _round_up(max(k, 1), ALIGN)
     out = 8 * tm * tn  # the caller may hold the last tile while the next one is made
     if method == "cpu":
@@ -177,13 +166,13 @@ def plan_tiles(na, nb, k, width, budget, method, symmetric) -> TilePlan:
     step = TILE_STEP
 
     def fits(tm: int, tn: int) -> bool:
-        return _tile_bytes(tm, tn, k, width, method, symmetric) <= budget
+        return tile_bytes(tm, tn, k, width, method, symmetric) <= budget
 
     lo = (min(na, step), min(nb, step))
     if not fits(*lo):
         raise ResourceError(
             f"a {lo[0]} x {lo[1]} tile of shared k-mer counts over {k} key columns",
-            _tile_bytes(*lo, k, width, method, symmetric),
+            tile_bytes(*lo, k, width, method, symmetric),
             budget,
             "free device memory, or count on the CPU (backend='cpu')",
         )
@@ -197,7 +186,7 @@ def plan_tiles(na, nb, k, width, budget, method, symmetric) -> TilePlan:
         # a short side leaves room for a longer other one (N x n blocks)
         tn = _grow(tn, min(nb, MAX_TILE), step, lambda x: fits(tm, x))
         tm = _grow(tm, min(na, MAX_TILE), step, lambda x: fits(x, tn))
-    return TilePlan(tm, tn, _tile_bytes(tm, tn, k, width, method, symmetric))
+    return TilePlan(tm, tn, tile_bytes(tm, tn, k, width, method, symmetric))
 
 
 def _limit(plan: TilePlan, tile: int | None) -> TilePlan:
@@ -223,8 +212,9 @@ def _strip(cols, r0: int, r1: int, k_pad: int, rows_pad: int, transpose: bool) -
     return x.view(k_pad, rows_pad) if transpose else x.view(rows_pad, k_pad)
 
 
-def _check_method(method) -> str:
-    method = DEFAULT_METHOD if method is None else method
+def _check_method(method, policy: ExecutionPolicy | None) -> str:
+    if method is None:
+        method = (policy or ExecutionPolicy()).kmer_method
     if method not in METHODS:
         raise ArgumentError(f"Invalid value for `method` argument: {method!r}; use {METHODS}")
     return method
@@ -238,9 +228,10 @@ def count_tiles(
     *,
     backend: str = "triton",
     method: str | None = None,
-    budget: int | None = None,
+    budget: MemoryBudget | int | None = None,
     tile: int | None = None,
     config=None,
+    policy: ExecutionPolicy | None = None,
 ) -> Iterator[tuple[int, int, torch.Tensor]]:
     """Shared counts ``[Na, Nb]`` of sorted id lists, tile by tile.
 
@@ -252,10 +243,13 @@ def count_tiles(
             the tiles are square with equal boundaries on both sides.
         backend: ``"triton"`` (kernels, or their interpreter on CPU tensors) or ``"cpu"``
             (the numba twin on each tile).
-        method: ``"matrix"`` or ``"lists"`` (Triton only; default :data:`DEFAULT_METHOD`).
-        budget: bytes a tile may use (default :func:`memory_budget`).
+        method: ``"matrix"`` or ``"lists"`` (Triton only; ``None``: the policy's
+            ``kmer_method``).
+        budget: bytes a tile may use, or a :class:`~torchmsa.config.MemoryBudget` (``None``:
+            the default one) whose limit on the device applies.
         tile: at most this many rows a tile side (tests and benchmarks force small tiles).
         config: a ``GEMM_CONFIGS`` entry for the ``matrix`` method (benchmarks).
+        policy: the :class:`~torchmsa.config.ExecutionPolicy` (``None``: the default).
 
     Yields:
         ``(r0, c0, tile)``: ``tile`` is ``int32 [tm, tn]``, the counts of rows ``r0 : r0 + tm``
@@ -268,7 +262,7 @@ def count_tiles(
     if symmetric:
         ids_b, len_b = ids_a, len_a
     dev = ids_a.device
-    budget = memory_budget(dev) if budget is None else int(budget)
+    budget = budget_bytes(budget, dev)
     na, nb = ids_a.shape[0], ids_b.shape[0]
     width = max(ids_a.shape[1], ids_b.shape[1])
     if backend == "cpu":
@@ -287,7 +281,7 @@ def count_tiles(
         return
     from torchmsa._triton import kmer as tk
 
-    method = _check_method(method)
+    method = _check_method(method, policy)
     kc = key_columns(ids_a, len_a, None if symmetric else ids_b, None if symmetric else len_b)
     plan = _limit(plan_tiles(na, nb, kc.k, width, budget, method, symmetric), tile)
     k_pad = _round_up(max(kc.k, 1), ALIGN)
@@ -322,8 +316,9 @@ def full_counts(
     *,
     backend: str = "triton",
     method: str | None = None,
-    budget: int | None = None,
+    budget: MemoryBudget | int | None = None,
     tile: int | None = None,
+    policy: ExecutionPolicy | None = None,
 ) -> torch.Tensor:
     """The whole ``int32 [Na, Nb]`` matrix of :func:`count_tiles` (arguments as there), on the
     device of ``ids_a``.
@@ -335,7 +330,7 @@ def full_counts(
     dev = ids_a.device
     na = ids_a.shape[0]
     nb = na if ids_b is None else ids_b.shape[0]
-    budget = memory_budget(dev) if budget is None else int(budget)
+    budget = budget_bytes(budget, dev)
     needed = 4 * na * nb
     if needed > budget:
         raise ResourceError(
@@ -355,6 +350,7 @@ def full_counts(
         method=method,
         budget=budget - needed,
         tile=tile,
+        policy=policy,
     )
     for r0, c0, tile in tiles:
         out[r0 : r0 + tile.shape[0], c0 : c0 + tile.shape[1]] = tile

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import torch
 
+from torchmsa.config import MemoryBudget
 from torchmsa.cpu import lcs as cpu_lcs
-from torchmsa.ops.backend import resolve_backend
+from torchmsa.ops.backend import budget_bytes, resolve_backend
 
 __all__ = ["lcs_lengths", "lcs_distances"]
 
 
-def lcs_lengths(codes: torch.Tensor, lengths: torch.Tensor, backend: str = "auto") -> torch.Tensor:
+def lcs_lengths(
+    codes: torch.Tensor,
+    lengths: torch.Tensor,
+    backend: str = "auto",
+    *,
+    budget: MemoryBudget | int | None = None,
+) -> torch.Tensor:
     """``int32 [N, N]`` LCS lengths of every pair, on the device of ``codes``.
 
     Arguments:
@@ -24,11 +31,14 @@ def lcs_lengths(codes: torch.Tensor, lengths: torch.Tensor, backend: str = "auto
         lengths: ``int [N]`` sequence lengths.
         backend: ``"auto"``, ``"cpu"`` (numba, ``torchmsa/cpu/lcs.py``) or ``"triton"``
             (``triton_kernels/lcs.py``); both give the same integers.
+        budget: the memory the Triton backend may use (bytes or a
+            :class:`~torchmsa.config.MemoryBudget`; ``None``: the default one).
     """
     if resolve_backend(backend, codes.device) == "triton":
         from torchmsa._triton import lcs as triton_lcs
 
-        return triton_lcs.lcs_lengths(codes, lengths.to(codes.device))
+        limit = budget_bytes(budget, codes.device)
+        return triton_lcs.lcs_lengths(codes, lengths.to(codes.device), budget=limit)
     return cpu_lcs.lcs_lengths(codes, lengths).to(codes.device)
 
 

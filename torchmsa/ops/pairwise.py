@@ -6,10 +6,12 @@ from typing import NamedTuple
 
 import torch
 
+from torchmsa import constants
 from torchmsa.alphabet import detect_seqtype, encode, get_alphabet
+from torchmsa.config import MemoryBudget
 from torchmsa.cpu import dp as cpu_dp
 from torchmsa.errors import ArgumentError
-from torchmsa.ops.backend import resolve_backend, resolve_device
+from torchmsa.ops.backend import budget_bytes, resolve_backend, resolve_device
 from torchmsa.scoring import get_scoring
 
 __all__ = [
@@ -40,32 +42,50 @@ class PairwiseAlignment(NamedTuple):
     b_range: tuple[int | None, int]
 
 
-def _kernels(backend: str):
-    if backend == "triton":
+def pairwise_score_codes(
+    codes_a,
+    len_a,
+    codes_b,
+    len_b,
+    matrix,
+    gap_open,
+    gap_extend,
+    mode,
+    backend="auto",
+    *,
+    budget: MemoryBudget | int | None = None,
+):
+    """Batched scores on tensors: ``int32 [P, 3]`` (score, end_i, end_j); see ``cpu/dp.py``.
+    ``budget``: the memory the Triton launches may plan for (bytes or a MemoryBudget)."""
+    args = (codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
+    if resolve_backend(backend, codes_a.device) == "triton":
         from torchmsa._triton import dp as triton_dp
 
-        return triton_dp
-    return cpu_dp
-
-
-def pairwise_score_codes(
-    codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode, backend="auto"
-):
-    """Batched scores on tensors: ``int32 [P, 3]`` (score, end_i, end_j); see ``cpu/dp.py``."""
-    impl = resolve_backend(backend, codes_a.device)
-    return _kernels(impl).pairwise_score(
-        codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode
-    )
+        return triton_dp.pairwise_score(*args, budget=budget_bytes(budget, codes_a.device))
+    return cpu_dp.pairwise_score(*args)
 
 
 def pairwise_align_codes(
-    codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode, backend="auto"
+    codes_a,
+    len_a,
+    codes_b,
+    len_b,
+    matrix,
+    gap_open,
+    gap_extend,
+    mode,
+    backend="auto",
+    *,
+    budget: MemoryBudget | int | None = None,
 ):
-    """Batched alignments on tensors: ``(info int32 [P, 6], ops uint8 [P, La+Lb])``."""
-    impl = resolve_backend(backend, codes_a.device)
-    return _kernels(impl).pairwise_align(
-        codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode
-    )
+    """Batched alignments on tensors: ``(info int32 [P, 6], ops uint8 [P, La+Lb])``;
+    ``budget`` as :func:`pairwise_score_codes`."""
+    args = (codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
+    if resolve_backend(backend, codes_a.device) == "triton":
+        from torchmsa._triton import dp as triton_dp
+
+        return triton_dp.pairwise_align(*args, budget=budget_bytes(budget, codes_a.device))
+    return cpu_dp.pairwise_align(*args)
 
 
 def ops_to_rows(ops, a: str, b: str, start_a: int = 0, start_b: int = 0) -> tuple[str, str]:
@@ -73,12 +93,12 @@ def ops_to_rows(ops, a: str, b: str, start_a: int = 0, start_b: int = 0) -> tupl
     ra, rb = [], []
     i, j = start_a, start_b
     for op in ops:
-        if op == cpu_dp.OP_MATCH:
+        if op == constants.OP_MATCH:
             ra.append(a[i])
             rb.append(b[j])
             i += 1
             j += 1
-        elif op == cpu_dp.OP_UP:
+        elif op == constants.OP_UP:
             ra.append(a[i])
             rb.append("-")
             i += 1
@@ -144,7 +164,7 @@ def pairwise_align(
         raise ArgumentError(
             f"`a` and `b` hold {len(seqs_a)} and {len(seqs_b)} sequences; pairs need equal counts"
         )
-    if mode not in cpu_dp.MODES:
+    if mode not in constants.MODES:
         raise ArgumentError(
             f"Invalid value for `mode` argument: {mode!r}; use 'global', 'local' or 'semiglobal'"
         )
@@ -159,7 +179,7 @@ def pairwise_align(
     cb, lb = _pad([c for c, _ in enc_b], alphabet.gap_code)
     mat = torch.from_numpy(scoring.matrix.copy())
     ca, la, cb, lb, mat = (t.to(dev) for t in (ca, la, cb, lb, mat))
-    args = (ca, la, cb, lb, mat, scoring.gap_open, scoring.gap_extend, cpu_dp.MODES[mode])
+    args = (ca, la, cb, lb, mat, scoring.gap_open, scoring.gap_extend, constants.MODES[mode])
     results = []
     if not traceback:
         out = pairwise_score_codes(*args, backend=backend).cpu().tolist()

@@ -1,0 +1,225 @@
+"""Accurate mode's stage 1: all-pairs alignments of the sequences, and the library of aligned
+residue pairs with integer weights built on them (:func:`local_library`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from torchmsa.config import ConsistencyConfig, ExecutionPolicy
+from torchmsa.constants import LOCAL, OP_LEFT, OP_MATCH, OP_UP, SEMIGLOBAL
+from torchmsa.ops.pairwise import pairwise_align_codes, pairwise_score_codes
+
+__all__ = ["Library", "LocalScoring", "entry_values", "local_library", "window_scores"]
+
+
+@dataclass(frozen=True)
+class LocalScoring:
+    """Scoring of stage 1's local alignments, with the Karlin-Altschul parameters of their
+    scores (``lam``, ``k``) and the E-value (``evalue``) from which two pieces are related."""
+
+    matrix: torch.Tensor
+    gap_open: int
+    gap_extend: int
+    gap_code: int
+    lam: float
+    k: float
+    evalue: float
+
+
+@dataclass
+class Library:
+    """Library entries (flat, int64) and the local-alignment distances.
+
+    Attributes:
+        x, i, y, j: entry e pairs residue ``i[e]`` of sequence ``x[e]`` with residue ``j[e]`` of
+            ``y[e]`` (``x < y``).
+        w: ``int64 [E]`` weights in ``1 .. ConsistencyConfig.weight_max``.
+        dist: ``float64 [N, N]`` distances ``1 - score / min(self scores)``, clipped to [0, 1].
+        spans: ``int64 [P, 6]``: each aligned pair's local alignment, ``x, y, i_lo, i_hi, j_lo,
+            j_hi`` (its first and last aligned residues), entries of weight 0 included;
+            ``None``: taken from the entries.
+    """
+
+    x: torch.Tensor
+    i: torch.Tensor
+    y: torch.Tensor
+    j: torch.Tensor
+    w: torch.Tensor
+    dist: np.ndarray
+    spans: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.x.numel())
+
+    def trimmed(self, head: torch.Tensor, kept: torch.Tensor) -> Library:
+        """The entries within each sequence's kept span ``head .. head + kept``, renumbered from
+        the span's start (``int64 [N]`` each, on the library's device); distances unchanged."""
+        i, j = self.i - head[self.x], self.j - head[self.y]
+        inside = (i >= 0) & (i < kept[self.x]) & (j >= 0) & (j < kept[self.y])
+        return Library(
+            self.x[inside], i[inside], self.y[inside], j[inside], self.w[inside], self.dist
+        )
+
+
+def entry_values(entries, weights: torch.Tensor) -> torch.Tensor:
+    """``w w_x w_y``: each entry's weight times its two sequences' weights, for a
+    :class:`Library` or a :class:`Consistency` (``weights``: ``int64 [N]`` on their device)."""
+    return entries.w * weights[entries.x] * weights[entries.y]
+
+
+def _entries(ops, info, codes_a, codes_b):
+    """Aligned residue pairs of a batch of local alignments: (pair, i, j, same) tensors."""
+    n_ops = info[:, 1].long()
+    k = torch.arange(ops.shape[1], device=ops.device)
+    valid = k[None, :] < n_ops[:, None]
+    i = info[:, 2:3].long() + torch.cumsum((ops != OP_LEFT) & valid, 1) - 1
+    j = info[:, 3:4].long() + torch.cumsum((ops != OP_UP) & valid, 1) - 1
+    match = valid & (ops == OP_MATCH)
+    pair = torch.nonzero(match)[:, 0]
+    ii, jj = i[match], j[match]
+    same = codes_a[pair, ii] == codes_b[pair, jj]
+    return pair, ii, jj, same
+
+
+def window_scores(pair, i, j, score, half: int) -> torch.Tensor:
+    """Per aligned residue pair (in alignment order), the summed substitution score of the
+    pairs within ``half`` steps of it inside its gapless block (int64)."""
+    n = pair.numel()
+    dev = pair.device
+    if n == 0:
+        return torch.zeros(0, dtype=torch.int64, device=dev)
+    idx = torch.arange(n, device=dev)
+    new = torch.ones(n, dtype=torch.bool, device=dev)
+    new[1:] = (pair[1:] != pair[:-1]) | (i[1:] != i[:-1] + 1) | (j[1:] != j[:-1] + 1)
+    start = torch.cummax(torch.where(new, idx, 0), 0).values
+    last = torch.ones(n, dtype=torch.bool, device=dev)
+    last[:-1] = new[1:]
+    end = n - 1 - torch.cummax(torch.where(last, n - 1 - idx, 0).flip(0), 0).values.flip(0)
+    cs = torch.zeros(n + 1, dtype=torch.int64, device=dev)
+    cs[1:] = torch.cumsum(score.long(), 0)
+    lo = torch.maximum(idx - half, start)
+    hi = torch.minimum(idx + half, end) + 1
+    return cs[hi] - cs[lo]
+
+
+def _entry_weights(pair, i, j, same, codes_a, codes_b, n_pairs, matrix, config) -> torch.Tensor:
+    """``int64 [E]``: each aligned residue pair's library weight (see :func:`local_library`)."""
+    top = config.weight_max
+    num, den = config.window_ratio
+    matched = torch.zeros(n_pairs, dtype=torch.int64, device=pair.device)
+    matched.index_add_(0, pair, torch.ones_like(pair))
+    ident = torch.zeros_like(matched)
+    ident.index_add_(0, pair, same.long())
+    # the pair's identity over its aligned residues, in 1/weight_max steps
+    w_pair = (ident * top + matched // 2) // matched.clamp_min(1)
+    score = matrix[codes_a[pair, i].long(), codes_b[pair, j].long()]
+    window = window_scores(pair, i, j, score, config.entry_window)
+    near = (window * num).div(den, rounding_mode="floor")
+    return (w_pair[pair] + near - config.entry_floor).clamp(0, top)
+
+
+def local_library(
+    codes: torch.Tensor,
+    lengths: torch.Tensor,
+    matrix: torch.Tensor,
+    gap_open: int,
+    gap_extend: int,
+    backend: str = "auto",
+    *,
+    config: ConsistencyConfig | None = None,
+    policy: ExecutionPolicy | None = None,
+) -> Library:
+    """Stage 1: all-pairs alignments of ``codes`` (``uint8 [N, L]``) into a :class:`Library`.
+
+    Every pair is aligned twice with the same scoring. Its local alignment (affine
+    Smith-Waterman) gives the distance ``1 - score / min(self scores)`` and the span where the
+    two sequences' homology is plain (``Library.spans``, read by :func:`terminal_trims`). Its
+    end-gap-free global alignment gives the entries: every aligned residue pair, weighted by
+    the pair's identity over its aligned residues (``0 .. weight_max``) plus ``window_ratio``
+    of the substitution scores summed over the residue pair and its ``entry_window``
+    neighbours on each side inside its gapless block, less ``entry_floor``, clamped to
+    ``0 .. weight_max`` (fields of ``config``); entries of weight 0 are left out. The window
+    score is what tells a right residue pair from a wrong one within an alignment (README,
+    Consistency), and it lets the global alignment's stretches that are not homologous weigh
+    nothing.
+
+    Arguments:
+        codes, lengths: the sequences (a SequenceBatch's tensors).
+        matrix: ``int32 [A, A]`` substitution scores of the pairwise alignments.
+        gap_open, gap_extend: their affine gap costs.
+        backend: DP backend.
+        config: the entries' weights (:class:`~torchmsa.config.ConsistencyConfig`).
+        policy: ``local_batch_cells`` caps pairs per call times their ops width.
+    """
+    with torch.profiler.record_function("torchmsa.local_library"):
+        return _local_library(
+            codes,
+            lengths,
+            matrix,
+            gap_open,
+            gap_extend,
+            backend,
+            config or ConsistencyConfig(),
+            policy or ExecutionPolicy(),
+        )
+
+
+def _local_library(codes, lengths, matrix, gap_open, gap_extend, backend, config, policy):
+    device = codes.device
+    n = codes.shape[0]
+    mat = matrix.to(device=device, dtype=torch.int32)
+    self_score = (
+        pairwise_score_codes(
+            codes, lengths, codes, lengths, mat, gap_open, gap_extend, LOCAL, backend=backend
+        )[:, 0]
+        .to(device)
+        .long()
+    )
+    xs, ys = torch.triu_indices(n, n, 1, device=device)
+    parts = {k: [] for k in "xiyjw"}
+    spans = []
+    dist = torch.zeros(n, n, dtype=torch.float64, device=device)
+    step = max(1, policy.local_batch_cells // max(1, 2 * codes.shape[1]))
+    for lo in range(0, xs.numel(), step):
+        bx, by = xs[lo : lo + step], ys[lo : lo + step]
+        ca, cb = codes[bx], codes[by]
+        la, lb = lengths[bx], lengths[by]
+        info, ops = pairwise_align_codes(
+            ca, la, cb, lb, mat, gap_open, gap_extend, LOCAL, backend=backend
+        )
+        info, ops = info.to(device), ops.to(device)
+        score = info[:, 0].long()
+        denom = torch.minimum(self_score[bx], self_score[by]).clamp_min(1)
+        d = (1.0 - score.double() / denom.double()).clamp(0.0, 1.0)
+        dist[bx, by] = d
+        dist[by, bx] = d
+        pair, i, j, _ = _entries(ops, info, ca, cb)
+        if pair.numel():  # first and last aligned pair of each local alignment
+            first = torch.ones_like(pair, dtype=torch.bool)
+            first[1:] = pair[1:] != pair[:-1]
+            last = torch.ones_like(first)
+            last[:-1] = first[1:]
+            p0 = pair[first]
+            spans.append(torch.stack([bx[p0], by[p0], i[first], i[last], j[first], j[last]], 1))
+        info, ops = pairwise_align_codes(
+            ca, la, cb, lb, mat, gap_open, gap_extend, SEMIGLOBAL, backend=backend
+        )
+        pair, i, j, same = _entries(ops.to(device), info.to(device), ca, cb)
+        w = _entry_weights(pair, i, j, same, ca, cb, bx.numel(), mat, config)
+        keep = w > 0
+        parts["x"].append(bx[pair][keep])
+        parts["y"].append(by[pair][keep])
+        parts["i"].append(i[keep])
+        parts["j"].append(j[keep])
+        parts["w"].append(w[keep])
+    cat = {
+        k: torch.cat(v) if v else torch.zeros(0, dtype=torch.int64, device=device)
+        for k, v in parts.items()
+    }
+    span = torch.cat(spans).cpu().numpy() if spans else np.zeros((0, 6), np.int64)
+    return Library(
+        cat["x"], cat["i"], cat["y"], cat["j"], cat["w"], dist.cpu().numpy(), span.astype(np.int64)
+    )

@@ -1,0 +1,273 @@
+"""Modes to stages: :func:`align`, :func:`align_many` and :func:`build_tree`.
+
+=========== ==========================================================================
+mode        stages
+=========== ==========================================================================
+fast        6-mer distances -> guide tree -> one progressive pass
+default     fast, then distances from that alignment -> new tree -> second pass ->
+            two rounds of refinement (MAFFT FFT-NS-2 style, plus light refinement); above
+            ``TreeConfig.lcs_min_n`` (500) sequences LCS distances -> single linkage -> one
+            pass (FAMSA's guide tree; ``tree="lcs"`` asks for it at any size)
+accurate    all-pairs local alignments -> distances and terminal set-aside; all-pairs
+            end-gap-free global alignments -> consistency library -> tree -> progressive
+            pass with consistency -> refinement until no edge gains (at most 4 rounds) ->
+            set-aside ends back as blocks (MAFFT L-INS-i style)
+auto        ``accurate`` up to 200 sequences of at most 2,000 residues, ``default`` up to
+            20,000 sequences, ``fast`` with a PartTree guide tree above; the choice is in
+            ``Alignment.metadata["mode"]``
+=========== ==========================================================================
+
+A call prepares its jobs (:mod:`~torchmsa.pipeline.jobs`: encode, mode, place, offset, first
+tree), groups them, runs each group (:mod:`~torchmsa.pipeline.groups`,
+:mod:`~torchmsa.pipeline.accurate`) and assembles the results. Every stage is a
+``torch.profiler.record_function`` range named ``torchmsa.<stage>``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from torchmsa.alignment import Alignment
+from torchmsa.config import MODES, TREES, AlignConfig, ExecutionPolicy, MemoryBudget, describe
+from torchmsa.errors import ArgumentError
+from torchmsa.ops.backend import resolve_backend, resolve_device
+from torchmsa.pipeline.accurate import library, local_scoring
+from torchmsa.pipeline.groups import align_group
+from torchmsa.pipeline.jobs import Job, group_jobs, prepare_jobs, progress_steps
+from torchmsa.pipeline.modes import linkage
+from torchmsa.pipeline.placement import thread_cap
+from torchmsa.pipeline.progress import ProgressBar
+from torchmsa.pipeline.scoring import SCORE_SCALE, job_offset, profile_scoring
+from torchmsa.pipeline.shortcuts import apply_shortcuts
+from torchmsa.pipeline.trees import first_tree
+from torchmsa.tree import Tree
+from torchmsa.tree import build_tree as tree_of_distances
+
+__all__ = [
+    "align",
+    "align_many",
+    "build_tree",
+    "MODES",
+    "TREES",
+    "SCORE_SCALE",
+    "job_offset",
+    "profile_scoring",
+]
+
+
+def align_many(
+    inputs: list,
+    *,
+    config: AlignConfig | None = None,
+    policy: ExecutionPolicy | None = None,
+    budget: MemoryBudget | None = None,
+    device="auto",
+    mode: str | None = None,
+    matrix=None,
+    gap_open: float | None = None,
+    gap_extend: float | None = None,
+    tree: str | None = None,
+    seqtype: str = "auto",
+    progress: bool = False,
+    backend: str = "auto",
+) -> list[Alignment]:
+    """Align many independent sequence sets in shared batches (one result per input).
+
+    Every job's tree levels are aligned together, so a level of all jobs is one batched DP
+    launch: many small families cost little more than one. Jobs are grouped by alphabet, chosen
+    mode, place and matrix offset; arguments as :func:`align`, applied to every job.
+    """
+    config, custom = apply_shortcuts(
+        config, mode=mode, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, tree=tree
+    )
+    policy = _checked(policy, ExecutionPolicy, "policy")
+    budget = _checked(budget, MemoryBudget, "budget")
+    with torch.profiler.record_function("torchmsa.align"), thread_cap(policy.threads):
+        t0 = time.perf_counter()
+        dev = resolve_device(device)
+        impl = resolve_backend(backend, dev)
+        # on a GPU under the automatic backend, a small job runs wholly on the host (its
+        # launches and copies would cost more than its work); its tensors come back to the device
+        host_small = backend == "auto" and dev.type == "cuda"
+        jobs = prepare_jobs(inputs, seqtype, dev, host_small, config=config, policy=policy)
+        bar = ProgressBar(progress_steps(jobs), progress)
+        results: list = [None] * len(jobs)
+        for (_, mode_j, place, offset), idx in group_jobs(jobs).items():
+            alphabet = jobs[idx[0]].batch.alphabet
+            scoring = profile_scoring(alphabet, custom, offset=offset, config=config.scoring)
+            group_impl = impl if place == dev else resolve_backend(backend, place)
+            done = align_group(
+                [jobs[j].batch for j in idx],
+                mode_j,
+                [jobs[j].first for j in idx],
+                scoring,
+                group_impl,
+                bar,
+                host_small,
+                config=config,
+                policy=policy,
+                budget=budget,
+            )
+            for j, (codes, guide, extra) in zip(idx, done):
+                results[j] = (codes.to(dev), guide, extra)
+        bar.close()
+        seconds = time.perf_counter() - t0
+        with torch.profiler.record_function("torchmsa.assemble"):
+            common = {
+                "device": str(dev),
+                "seconds": seconds,
+                "jobs_in_batch": len(jobs),
+                "config": describe(config),
+                "policy": describe(policy),
+            }
+            return [
+                _assemble(job, *result, impl if job.place == dev else "cpu", config, common)
+                for job, result in zip(jobs, results)
+            ]
+
+
+def align(
+    seqs,
+    *,
+    config: AlignConfig | None = None,
+    policy: ExecutionPolicy | None = None,
+    budget: MemoryBudget | None = None,
+    device="auto",
+    mode: str | None = None,
+    matrix=None,
+    gap_open: float | None = None,
+    gap_extend: float | None = None,
+    tree: str | None = None,
+    seqtype: str = "auto",
+    progress: bool = False,
+    backend: str = "auto",
+) -> Alignment:
+    """Align sequences.
+
+    Arguments:
+        seqs: a path (FASTA, optionally gzipped; A2M/A3M, Stockholm, Clustal; ``"-"`` for
+            stdin), a list of strings, a dict of name to sequence, or a list of Bio.SeqRecord.
+        config: everything that can change the alignment (:class:`~torchmsa.AlignConfig`;
+            ``None``: the defaults). Its non-default fields are recorded in
+            ``metadata["config"]``.
+        policy: where and how the work runs (:class:`~torchmsa.ExecutionPolicy`); never
+            changes the alignment. Recorded in ``metadata["policy"]``.
+        budget: how much memory a stage may plan for (:class:`~torchmsa.MemoryBudget`).
+        device: ``"auto"`` (CUDA if available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
+        mode: shortcut for ``config.mode``: ``"fast"``, ``"default"``, ``"accurate"`` or
+            ``"auto"`` (see the module docstring).
+        matrix: shortcut for ``config.scoring.matrix``: a substitution matrix name, or a
+            Biopython ``Array`` (default BLOSUM62 / NUC.4.4).
+        gap_open, gap_extend: shortcuts for ``config.scoring``'s gap costs, in matrix units
+            (default 11 and 0).
+        tree: shortcut for ``config.tree.method``, the guide tree: ``"auto"``
+            (``"upgma_mafft"``; in default mode above ``lcs_min_n`` sequences ``"lcs"``;
+            PartTree above ``parttree_min_n``), ``"upgma"``, ``"upgma_mafft"``, ``"nj"``,
+            ``"single"`` (on 6-mer distances), ``"lcs"`` (single linkage on LCS distances;
+            default mode then makes one pass) or ``"parttree"``. Second-pass trees (default
+            mode) use the linkage (``"upgma_mafft"`` for ``"auto"``, ``"lcs"`` and
+            ``"parttree"``).
+        seqtype: ``"auto"``, ``"protein"``, ``"dna"`` or ``"rna"``.
+        progress: print a progress bar on stderr.
+        backend: DP backend, ``"auto"``, ``"cpu"`` or ``"triton"``.
+
+    Returns:
+        An :class:`~torchmsa.alignment.Alignment`, rows in input order.
+
+    Raises:
+        ArgumentError: an invalid argument, or a shortcut that ``config`` sets differently.
+    """
+    return align_many(
+        [seqs],
+        config=config,
+        policy=policy,
+        budget=budget,
+        device=device,
+        mode=mode,
+        matrix=matrix,
+        gap_open=gap_open,
+        gap_extend=gap_extend,
+        tree=tree,
+        seqtype=seqtype,
+        progress=progress,
+        backend=backend,
+    )[0]
+
+
+def build_tree(
+    seqs,
+    *,
+    method: str = "auto",
+    device="auto",
+    config: AlignConfig | None = None,
+    policy: ExecutionPolicy | None = None,
+    budget: MemoryBudget | None = None,
+    seqtype: str = "auto",
+    backend: str = "auto",
+) -> Tree:
+    """The first guide tree that :func:`align` would use for ``seqs``.
+
+    In fast and default mode that is the tree of ``method`` (6-mer distances and a linkage,
+    single linkage on LCS distances, or PartTree); in accurate mode the linkage of the local
+    alignments' distances. ``config.mode`` (default ``"auto"``) decides the mode as
+    :func:`align` does.
+
+    Arguments:
+        seqs: as :func:`align`.
+        method: shortcut for ``config.tree.method`` (see :func:`align`'s ``tree``).
+        device, config, policy, budget, seqtype, backend: as :func:`align`.
+
+    Returns:
+        The :class:`~torchmsa.tree.Tree`, leaf i = sequence i (one leaf for one sequence).
+
+    >>> t = build_tree(["MKVLAAGHW", "MKVLAGHW", "GSTWPQ"], device="cpu", method="upgma")
+    >>> t.newick().count("seq"), t.n_leaves
+    (3, 3)
+    """
+    config, _ = apply_shortcuts(config, method=None if method == "auto" else method)
+    policy = _checked(policy, ExecutionPolicy, "policy")
+    budget = _checked(budget, MemoryBudget, "budget")
+    with torch.profiler.record_function("torchmsa.build_tree"), thread_cap(policy.threads):
+        dev = resolve_device(device)
+        host_small = backend == "auto" and dev.type == "cuda"
+        (job,) = prepare_jobs([seqs], seqtype, dev, host_small, config=config, policy=policy)
+        b, impl = job.batch, resolve_backend(backend, job.place)
+        if len(b) == 1:
+            return Tree(b.names, torch.zeros(0, 2, dtype=torch.int64).numpy(), [0.0])
+        if job.mode != "accurate":
+            return first_tree(b, job.first, impl, config=config.tree, policy=policy, budget=budget)
+        local = local_scoring(b.alphabet, config=config.consistency)
+        lib = library(b, local, impl, config=config.consistency, policy=policy)
+        with torch.profiler.record_function("torchmsa.first_tree"):
+            return tree_of_distances(lib.dist, linkage(config.tree.method), b.names)
+
+
+def _assemble(job: Job, codes, guide, extra, backend, config, common) -> Alignment:
+    b = job.batch
+    meta: dict[str, Any] = {
+        "mode": job.mode,
+        "requested_mode": config.mode,
+        "device": common["device"],
+        "backend": backend,
+        "computed_on": str(job.place),
+        "tree": job.first if job.mode != "accurate" else linkage(config.tree.method),
+        "n_sequences": len(b),
+        "matrix_offset": job.offset,
+        **common,
+        **extra,
+    }
+    weights = None if guide is None else torch.as_tensor(guide.weights(), dtype=torch.float64)
+    return Alignment(b.names, b.descriptions, b.residues, codes, b.alphabet, guide, weights, meta)
+
+
+def _checked(obj, cls, name: str):
+    if obj is None:
+        return cls()
+    if not isinstance(obj, cls):
+        raise ArgumentError(
+            f"Invalid value for `{name}` argument: {obj!r}; pass a torchmsa.{cls.__name__}"
+        )
+    return obj

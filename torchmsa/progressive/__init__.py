@@ -1,0 +1,142 @@
+"""Progressive alignment scheduled by tree level.
+
+Every node formed so far keeps its profile and boundary weights in a pool on its device
+(:mod:`.nodes`). Aligning one tree level is a handful of batched tensor operations, the same on
+the CPU and on a GPU (:mod:`.level`). The host knows every node's size, so it plans each level
+without waiting for the device, and waits once per level for the parents' widths. Levels of at
+most ``ExecutionPolicy.cpu_level_cells`` DP cells (none of their pairs above
+``cpu_pair_cells``) run node by node in numba instead (:mod:`.host`, the same integers), also
+on a GPU, where their launches would cost more than their work. Where every child column went
+is recorded per level; at the end pointer jumping takes each residue to its column in its
+job's root. Accurate mode's consistency tiles need residues' current columns at every level,
+so there the residue table is also kept up to date level by level (:mod:`.columns`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from torchmsa.config import ExecutionPolicy, MemoryBudget
+from torchmsa.ops.backend import to_device
+from torchmsa.progressive.columns import ColumnTracker
+from torchmsa.progressive.forest import Forest, ResidueTable
+from torchmsa.progressive.host import HostRun
+from torchmsa.progressive.level import align_level, split_level
+from torchmsa.progressive.nodes import Nodes
+from torchmsa.progressive.scoring import WEIGHT_TOTAL, ProfileScoring, quantize_weights
+
+__all__ = [
+    "Forest",
+    "ProfileScoring",
+    "ResidueTable",
+    "WEIGHT_TOTAL",
+    "quantize_weights",
+    "progressive_align",
+]
+
+
+def progressive_align(
+    table: ResidueTable,
+    lengths: torch.Tensor,
+    forest: Forest,
+    weights: torch.Tensor,
+    scoring: ProfileScoring,
+    backend: str = "auto",
+    progress=None,
+    consistency=None,
+    *,
+    policy: ExecutionPolicy | None = None,
+    budget: MemoryBudget | None = None,
+) -> list[int]:
+    """Align along every tree of ``forest``, level by level; updates ``table.col``.
+
+    Arguments:
+        table: the residue table (columns start as residue positions).
+        lengths: ``int [N]`` sequence lengths.
+        forest: the jobs' guide trees (:meth:`Forest.from_trees`).
+        weights: ``int64 [N]`` quantized sequence weights (:func:`quantize_weights`, per job).
+        scoring: the profile scoring.
+        backend: DP backend (``auto``, ``cpu``, ``triton``).
+        progress: optional callable ``progress(done_nodes, total_nodes)``.
+        consistency: optional :class:`torchmsa.consistency.Consistency` whose tiles are added
+            to every level's column scores (accurate mode).
+        policy: which levels run on the host in numba, and how (never changes the result).
+        budget: the memory a batched level may plan for (larger levels are split).
+
+    Returns:
+        Each job's alignment width.
+    """
+    with torch.profiler.record_function("torchmsa.progressive_pass"):
+        return _progressive(
+            table,
+            lengths,
+            forest,
+            weights,
+            scoring,
+            backend,
+            progress,
+            consistency,
+            policy or ExecutionPolicy(),
+            budget or MemoryBudget(),
+        )
+
+
+def _progressive(table, lengths, forest, weights, scoring, backend, progress, cons, policy, budget):
+    device = table.seq.device
+    st = Nodes(table, lengths, forest, weights, scoring.matrix.shape[0], policy.pool_rows)
+    track = None
+    if cons is not None:
+        track = ColumnTracker(table, weights.to(device), st.cols.size, cons)
+    # small levels run node by node in numba on the CPU, for the CPU backend and on a GPU (where
+    # their launches would cost more than their work); Triton on the CPU (the interpreter in
+    # tests) keeps every level batched. On the CPU the batched level runs its pairs' DPs in
+    # numba too, so no pair is too large for the host there.
+    cpu = torch.device("cpu")
+    numba_ok = device.type == "cuda" or backend in ("auto", "cpu")
+    pair_cap = policy.cpu_device_pair_cells if device.type == "cpu" else policy.cpu_pair_cells
+    run = HostRun(st, policy, pair_cap)
+    pieces: dict[torch.device, list] = {}
+    done, total = 0, forest.children.shape[0]
+
+    def flush():
+        if run:
+            pieces.setdefault(cpu, []).append(run.align(scoring, track))
+            if progress is not None:
+                progress(done, total)
+
+    for g, level in enumerate(forest.levels):
+        ids = np.asarray(level, dtype=np.int64)
+        pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
+        if numba_ok and run.small(pairs):
+            if run.full_with(pairs):
+                flush()  # the children's widths become exact
+            run.add(pairs)
+        else:
+            flush()
+            parts = [pairs] if cons is not None else split_level(st, pairs, device, budget)
+            for part in parts:
+                kid_elems, elems, _ = align_level(
+                    st, part, scoring, device, backend, cons, g, track
+                )
+                pieces.setdefault(device, []).append((kid_elems, elems))
+        done += len(level)
+        if progress is not None and not run:
+            progress(done, total)
+    flush()  # reports the last run's levels (each level is reported once)
+    return _assemble(st, table, forest, pieces, device)
+
+
+def _assemble(st: Nodes, table: ResidueTable, forest: Forest, pieces, device) -> list[int]:
+    """Every element points to where it went in its parent; pointer jumping takes each to its
+    root's column, and a residue's column is its offset in its root's range of elements."""
+    up = torch.arange(st.n_elems, device=device)
+    for parts in pieces.values():
+        idx = torch.cat([to_device(k, device) for k, _ in parts])
+        up[idx] = torch.cat([to_device(e, device) for _, e in parts])
+    for _ in range(max(1, len(forest.levels)).bit_length()):
+        up = up[up]
+    starts = to_device(np.sort(st.elem[forest.roots]), device)
+    home = up[: table.seq.numel()]
+    table.col = home - starts[torch.searchsorted(starts, home, right=True) - 1]
+    return st.cols[forest.roots].tolist()

@@ -1,0 +1,72 @@
+"""Edge evaluations on the host, edge by edge in numba (:mod:`torchmsa.cpu.refine`, the same
+integers as the batched evaluation of :mod:`torchmsa.refine.evaluate`)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import torch
+
+from torchmsa.config import ExecutionPolicy
+from torchmsa.consistency import entry_values
+from torchmsa.cpu.refine import entries_by_row, evaluate_edge, evaluate_edges
+
+__all__ = ["HostEdges"]
+
+
+class HostEdges:
+    """A refinement's edges, weights, scoring and library as host arrays for
+    :func:`torchmsa.cpu.refine.evaluate_edges`; evaluates edges there."""
+
+    def __init__(self, sides, weights, scoring, gap, library, consistency_weight, policy=None):
+        self.policy = policy or ExecutionPolicy()
+        self.sides = sides.numpy()
+        self.weights = weights.cpu().to(torch.int64).numpy()
+        self.matrix = scoring.matrix.cpu().numpy().astype(np.int64)
+        num, den = scoring.terminal
+        self.params = (
+            int(gap),
+            int(scoring.gap_open),
+            int(scoring.gap_extend),
+            int(num),
+            int(den),
+            int(scoring.occ_shift),
+        )
+        if library is None:
+            lib, val = np.zeros((4, 0), np.int64), np.zeros(0, np.int64)
+        else:  # on the library's device, then one copy each
+            w = weights.to(device=library.x.device, dtype=torch.int64)
+            lib = torch.stack([library.x, library.i, library.y, library.j]).to(torch.int64)
+            val = entry_values(library, w)
+            lib, val = lib.cpu().numpy(), val.cpu().numpy()
+        self.lib = entries_by_row(lib, val, len(self.weights))
+        self.cw = int(consistency_weight) if library is not None else 0
+
+    def evaluate(self, codes, rows):
+        """As :func:`~torchmsa.refine.evaluate.evaluate_partitions` for edges ``rows``
+        (``int64`` tensor) of ``codes``, edge by edge in numba; a lone edge of more than
+        ``policy.threaded_edge_cells`` columns² spreads over the threads."""
+        threaded = len(rows) == 1 and codes.shape[1] ** 2 > self.policy.threaded_edge_cells
+        name = "torchmsa.refine_host_edge" if threaded else "torchmsa.refine_host"
+        with torch.profiler.record_function(name):
+            return self._evaluate(codes, rows, threaded)
+
+    def _evaluate(self, codes, rows, threaded):
+        host = np.ascontiguousarray(codes.cpu().numpy())
+        sides = self.sides[rows.numpy()]
+        info = np.empty((len(sides), 4), np.int64)
+        ops = np.empty((len(sides), 2 * host.shape[1]), np.uint8)
+        common = (self.matrix, *self.params, *self.lib, self.cw)
+        if threaded:
+            # a large lone edge: its column scores and tile spread over the threads
+            threads = numba.get_num_threads()
+            evaluate_edge(host, self.weights, sides[0], *common, info[0], ops[0], threads)
+        else:  # edges in parallel
+            evaluate_edges(host, self.weights, sides, *common, info, ops)
+        out = torch.from_numpy(ops)
+        return (
+            info[:, 0].tolist(),
+            info[:, 1].tolist(),
+            info[:, 2].tolist(),
+            [out[k, : info[k, 3]] for k in range(len(sides))],
+        )

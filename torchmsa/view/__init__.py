@@ -1,0 +1,28 @@
+"""Looking at an alignment: a self-contained HTML page, a PNG overview, a notebook preview.
+
+>>> from torchmsa.view import load, to_html, to_png   # doctest: +SKIP
+>>> aln = load("family.aln.fasta")                    # doctest: +SKIP
+>>> open("family.html", "w").write(to_html(aln, tree=True))  # doctest: +SKIP
+>>> to_png(aln, "family.png")                         # doctest: +SKIP
+
+On the command line: ``torchmsa view ALN [-o out.html|out.png] ...`` (:mod:`torchmsa.view.cli`).
+"""
+
+from torchmsa.view.cli import add_parser, run
+from torchmsa.view.colors import SCHEMES
+from torchmsa.view.html import repr_html, to_html
+from torchmsa.view.model import LoadedAlignment, load, parse_region, parse_rows
+from torchmsa.view.png import to_png
+
+__all__ = [
+    "SCHEMES",
+    "LoadedAlignment",
+    "add_parser",
+    "load",
+    "parse_region",
+    "parse_rows",
+    "repr_html",
+    "run",
+    "to_html",
+    "to_png",
+]
