@@ -121,12 +121,11 @@ def test_profile_counts_letters_in_either_case_and_both_gap_characters():
     assert torch.equal(prof, expected)
 
 
-def test_profile_in_blocks_equals_one_pass(monkeypatch):
+def test_profile_in_blocks_equals_one_pass():
     a = family(50, 37, seed=3)
     chars = tracks.row_bytes(a.rows)
     whole = tracks.profile(chars)
-    monkeypatch.setattr(tracks, "CHUNK_CELLS", 37 * 3 + 5)
-    assert torch.equal(tracks.profile(chars), whole)
+    assert torch.equal(tracks.profile(chars, chunk_cells=37 * 3 + 5), whole)
 
 
 def test_row_bytes_refuses_ragged_rows():

@@ -51,7 +51,7 @@ def symbols(chars: np.ndarray) -> np.ndarray:
     return _SYMBOL[chars]
 
 
-def profile(chars: np.ndarray) -> torch.Tensor:
+def profile(chars: np.ndarray, *, chunk_cells: int = CHUNK_CELLS) -> torch.Tensor:
     """``float64 [C, 27]``: each column's fraction of rows holding ``A..Z`` (either case), gap last.
 
     Unweighted, so that the view of an alignment file and of the same ``Alignment`` in memory
@@ -59,7 +59,7 @@ def profile(chars: np.ndarray) -> torch.Tensor:
     """
     n, width = chars.shape
     counts = np.zeros(width * N_SYMBOLS, dtype=np.int64)
-    step = max(1, CHUNK_CELLS // max(width, 1))
+    step = max(1, chunk_cells // max(width, 1))
     offsets = np.arange(width, dtype=np.int32) * N_SYMBOLS
     for start in range(0, n, step):
         idx = _SYMBOL[chars[start : start + step]].astype(np.int32) + offsets  # [k, C]
