@@ -83,6 +83,47 @@ def test_user_errors_print_one_line(argv, needle, capsys):
     code, out, err = _run(argv, capsys)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and needle in err and "Traceback" not in err
+    assert err.startswith("torchmsa: error: ")  # not "torchmsa align: error:"
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        ([], "give a command: align, merge, pairwise"),
+        (["bogus"], "invalid choice: 'bogus'"),
+        (["align", str(EXAMPLE), "--bogus"], "unrecognized arguments: --bogus"),
+        (["pairwise", "a", "b", "--max-input-bytes", "0"], "see torchmsa pairwise --help"),
+        (["pairwise", "a", "b", "--max-sequences", "many"], "not a count: 'many'"),
+    ],
+)
+def test_usage_errors_have_the_one_error_format(argv, needle, capsys):
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("torchmsa: error: ") and needle in err
+
+
+def test_output_may_be_the_input_and_failed_runs_leave_no_file(tmp_path, capsys):
+    path = tmp_path / "x.fasta"
+    path.write_text(">a d\u00a0e\nMKVLAAGIL\n> b\nMKVLGIL\n")
+    code, _, err = _run(["align", str(path), "-o", str(path), "--device", "cpu"], capsys)
+    assert code == 0, err
+    assert [r.seq.replace("-", "") for r in read_sequences(path)] == ["MKVLAAGIL", "MKVLGIL"]
+    assert path.read_text().split("\n")[::2] == [">a d\u00a0e", "> b", ""]
+    bad = tmp_path / "bad.fasta"
+    bad.write_text(">a\nMK1\n>b\nMKV\n")
+    out = tmp_path / "out.fasta"
+    assert _run(["align", str(bad), "-o", str(out)], capsys)[0] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.fasta", "x.fasta"]
+
+
+def test_pairwise_input_limits(tmp_path, capsys):
+    a = tmp_path / "a.fa"
+    a.write_text(">q\nHEAGAWGHEE\n>r\nHEAG\n")
+    code, _, err = _run(["pairwise", str(a), str(a), "--max-sequences", "1"], capsys)
+    assert code == 2 and "more than 1 sequences" in err and "--max-sequences" in err
+    code, _, err = _run(["pairwise", str(a), str(a), "--max-input-bytes", "10"], capsys)
+    assert code == 2 and "more than 10 bytes" in err
+    assert _run(["pairwise", str(a), str(a), "--max-input-bytes", "1KiB"], capsys)[0] == 0
 
 
 def test_align_config_overrides(tmp_path, capsys):

@@ -62,7 +62,11 @@ def test_fasta_reader_matches_biopython_on_awkward_text(tmp_path, seed):
     path = tmp_path / "x.fasta"
     path.write_text(text, encoding="utf-8")
     want = [(r.id, r.description, str(r.seq)) for r in SeqIO.parse(io.StringIO(text), "fasta")]
-    assert as_tuples(tio.read_sequences(path)) == want
+    records = tio.read_sequences(path)
+    # Biopython strips trailing whitespace from descriptions; we keep header lines whole
+    assert [(n, d.rstrip(), s) for n, d, s in as_tuples(records)] == want
+    heads = [line[1:] for line in text.split("\n") if line.startswith(">")]
+    assert [r.description for r in records] == heads
 
 
 def test_non_ascii_residue_is_named_not_a_decoding_crash(tmp_path):
@@ -336,7 +340,7 @@ def test_round_trip_keeps_names_rows_and_case(tmp_path, fmt, seed):
     assert [r.name for r in records] == names
     assert [r.seq for r in records] == rows
     if fmt != "fasta":  # the text is what Biopython reads too
-        oracle = AlignIO.read(io.StringIO(text), tio._BIOPYTHON[fmt])
+        oracle = AlignIO.read(io.StringIO(text), tio.formats.BIOPYTHON[fmt])
         assert [(r.id, str(r.seq)) for r in oracle] == list(zip(names, rows))
 
 
@@ -500,3 +504,165 @@ def test_write_errors(tmp_path):
         with pytest.raises(FormatError, match="cannot write") as info:
             tio.write_alignment(["a"], ["AC"], target)
         one_line(info.value)
+
+
+# headers byte for byte; the output format from the name; files replaced whole
+
+ODD_HEADERS = ["x\u00a0y", " leading space", "a\u3000b c", "u\u2028v", "w\u0085z", "t  ", "", " "]
+
+
+@pytest.mark.parametrize("fmt", ["fasta", "a3m"])
+def test_headers_come_out_byte_for_byte(tmp_path, fmt):
+    text = "".join(f">{h}\nMKV\n" for h in ODD_HEADERS)
+    path = tmp_path / "in.fa"
+    path.write_bytes(text.encode("utf-8"))
+    records = tio.read_sequences(path)
+    assert [r.description for r in records] == ODD_HEADERS
+    assert [r.name for r in records] == ["x", "leading", "a", "u", "w", "t", "", ""]
+    out = tmp_path / f"out.{fmt}"
+    tio.write_alignment(
+        [r.name for r in records],
+        [r.seq for r in records],
+        out,
+        fmt,
+        [r.description for r in records],
+    )
+    assert out.read_bytes() == text.encode("utf-8")
+
+
+@pytest.mark.parametrize("head", ODD_HEADERS[:6] + ["s\tdesc", "s two  spaces"])
+def test_stockholm_refuses_headers_it_cannot_hold_naming_the_sequence(head):
+    name = head.split()[0]
+    with pytest.raises(FormatError, match=f"header of sequence '{name}' exactly") as info:
+        tio.format_alignment([name, "b"], ["MK", "MV"], "stockholm", [head, "b"])
+    one_line(info.value)
+    tio.check_writable([name, "b"], [head, "b"], "fasta")
+    with pytest.raises(FormatError, match="header of sequence"):
+        tio.check_writable([name, "b"], [head, "b"], "stockholm")
+
+
+@pytest.mark.parametrize("fmt", ["clustal", "phylip", "stockholm"])
+@pytest.mark.parametrize("name", ["a\u3000b", "a\u00a0b", "a\u2028b", "a\u0085b", " a"])
+def test_names_with_unicode_whitespace_are_refused(fmt, name):
+    with pytest.raises(FormatError, match="empty or with spaces"):
+        tio.format_alignment([name, "b"], ["MK", "MV"], fmt)
+
+
+def test_header_rule_is_biopythons():
+    from torchmsa.records import NO_DESCRIPTION, header
+
+    assert header("x", "x\u00a0y") == "x\u00a0y"
+    assert header("lead", " lead sp") == " lead sp"
+    assert header("x", "desc  ") == "x desc"
+    assert header("x", "xy desc") == "x xy desc"
+    assert header("x", NO_DESCRIPTION) == header("x", "") == "x"
+    assert header("", " ") == " "
+
+
+@pytest.mark.parametrize(
+    "target, fmt",
+    [
+        ("x.aln", "clustal"),
+        ("d/x.STO.gz", "stockholm"),
+        ("x.a3m", "a3m"),
+        ("x.phy", "phylip"),
+        ("x.a2m", "fasta"),
+        ("x.unknown", "fasta"),
+        ("-", "fasta"),
+        (io.StringIO(), "fasta"),
+    ],
+)
+def test_output_format_from_the_name(target, fmt):
+    assert tio.output_format(target) == fmt
+    assert tio.output_format(target, "aln") == "clustal"
+    with pytest.raises(ArgumentError, match="write formats"):
+        tio.output_format(target, "a2m")
+
+
+def test_write_alignment_takes_the_format_from_the_name(tmp_path):
+    tio.write_alignment(["a", "b"], ["AC-", "A-G"], tmp_path / "x.aln")
+    assert (tmp_path / "x.aln").read_text().startswith("CLUSTAL")
+    tio.write_alignment(["a", "b"], ["AC-", "A-G"], tmp_path / "x.aln", "fasta")
+    assert (tmp_path / "x.aln").read_text().startswith(">a")
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    out = tmp_path / "x.aln"
+    out.write_text("old")
+    out.chmod(0o640)
+    with pytest.raises(FormatError, match="clustal holds names"):
+        tio.write_alignment(["n" * 40, "b"], ["AC", "AG"], out)
+    assert out.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["x.aln"]
+    tio.write_alignment(["a", "b"], ["AC", "AG"], out)
+    assert out.read_text().startswith("CLUSTAL") and out.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.aln"]
+
+
+def test_write_file_follows_links_and_writes_devices(tmp_path):
+    real, link = tmp_path / "real.fa", tmp_path / "link.fa"
+    real.write_text("old")
+    link.symlink_to(real)
+    tio.write_file(link, b">a\nAC\n")
+    assert link.is_symlink() and real.read_bytes() == b">a\nAC\n"
+    tio.write_file("/dev/null", b">a\nAC\n")
+    with pytest.raises(OSError):
+        tio.write_file(tmp_path / "missing" / "x.fa", b"")
+
+
+def test_input_may_be_the_output(tmp_path):
+    path = tmp_path / "x.fa"
+    path.write_text(">a d\nMKV\n>b\nMK\n")
+    records = tio.read_sequences(path)
+    tio.write_alignment(
+        [r.name for r in records], ["MKV", "MK-"], path, None, [r.description for r in records]
+    )
+    assert path.read_text() == ">a d\nMKV\n>b\nMK-\n"
+
+
+def test_input_limits_are_checked():
+    assert tio.InputLimits().max_input_bytes == 4 * 2**30
+    for bad in (0, -1, 1.5, True, "1"):
+        with pytest.raises(ArgumentError, match="max_sequences"):
+            tio.InputLimits(max_sequences=bad)
+    with pytest.raises(TypeError):
+        tio.InputLimits(10)  # keyword-only
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (gzip.compress(b">a\nAC\n") + b"\x00" * 5 + gzip.compress(b">b\nGT\n"), None),
+        (gzip.compress(b">a\nAC\n") + b"junk", "data after the end"),
+        (gzip.compress(b">a\nAC\n" * 100)[:-9], "ends before the end"),
+        (gzip.compress(b"BZh91AY&SY"), "bzip2-compressed inside gzip"),
+        (gzip.compress(b">a\nA\x00C\n"), "NUL byte on line 2"),
+    ],
+)
+def test_streamed_gzip(tmp_path, content, words):
+    path = tmp_path / "x.fa.gz"
+    path.write_bytes(content)
+    if words is None:
+        assert [r.seq for r in tio.read_sequences(path)] == ["AC", "GT"]
+    else:
+        with pytest.raises(FormatError, match=words) as info:
+            tio.read_sequences(path)
+        one_line(info.value)
+
+
+def test_names_holding_unicode_whitespace_keep_their_header(tmp_path):
+    path = tmp_path / "x.sto"
+    path.write_text("# STOCKHOLM 1.0\nr5\u00a0_77 MK-V\nb MKLV\n//\n", encoding="utf-8")
+    records = tio.read_sequences(path)
+    assert [r.name for r in records] == [r.description for r in records] == ["r5\u00a0_77", "b"]
+    text = tio.format_alignment(
+        ["r5\u00a0_77", "b"], ["MK-V", "MKLV"], "fasta", ["r5\u00a0_77", "b"]
+    )
+    assert text == ">r5\u00a0_77\nMK-V\n>b\nMKLV\n"
+
+
+def test_a3m_refuses_residues_without_lower_case_in_insert_columns():
+    assert tio.format_alignment(["a", "b"], ["M*V", "MKV"], "a3m") == ">a\nM*V\n>b\nMKV\n"
+    with pytest.raises(FormatError, match="'\\*' of sequence 'b' in an insert column") as info:
+        tio.format_alignment(["a", "b"], ["M-V", "M*V"], "a3m")
+    one_line(info.value)
+    assert tio.format_alignment(["a", "b"], ["M-V", "M*V"], "a3m", query=1) == ">a\nM-V\n>b\nM*V\n"

@@ -7,16 +7,15 @@ import argparse
 import io
 import json
 import math
-import os
 import re
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from browser import chromium
 
 from torchmsa.errors import ArgumentError, FormatError
 from torchmsa.view import (
@@ -42,8 +41,6 @@ from torchmsa.view import to_png  # noqa: E402
 DATA = Path(__file__).parent / "data"
 SOD = DATA / "view_sod.fasta"  # examples/superoxide_dismutase.fasta aligned by torchmsa
 SOD_TREE = DATA / "view_sod.nwk"  # its guide tree (torchmsa align --tree-out)
-CHROMIUM = os.environ.get("TORCHMSA_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("TORCHMSA_CHROMEDRIVER", "/usr/bin/chromedriver")
 
 
 def aln(rows: list[str], names: list[str] | None = None) -> LoadedAlignment:
@@ -378,8 +375,7 @@ def test_cli_writes_html_and_png(tmp_path, capsys):
 def test_cli_verb_in_the_torchmsa_command(tmp_path, capsys):
     from torchmsa.cli import main
 
-    if main(["view", "--help"]) != 0:
-        pytest.skip("`torchmsa view` is not wired into torchmsa.cli yet")
+    assert main(["view", "--help"]) == 0
     capsys.readouterr()
     assert main(["view", str(SOD), "-o", str(tmp_path / "a.html")]) == 0
     assert main(["view", str(SOD), "--region", "300-400", "-o", str(tmp_path / "b.html")]) == 2
@@ -391,45 +387,8 @@ def test_cli_verb_in_the_torchmsa_command(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def browser():
-    """Headless Chromium driven by Selenium through Debian's chromedriver (Selenium Manager is
-    never asked to download anything: the driver's path is given)."""
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-    from selenium.webdriver.chrome.service import Service
-
-    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(p)]
-    if missing:
-        pytest.skip(
-            f"Chromium not found ({', '.join(missing)}): apt-get install -y chromium "
-            f"chromium-driver, or set TORCHMSA_CHROMIUM / TORCHMSA_CHROMEDRIVER"
-        )
-    profile = tempfile.mkdtemp(prefix="torchmsa-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1200,800",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    try:
-        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    except Exception as exc:  # any failure to start means: no usable browser here
-        shutil.rmtree(profile, ignore_errors=True)
-        first = (str(exc).strip().splitlines() or [""])[0]
-        pytest.skip(f"Chromium could not be started: {type(exc).__name__}: {first}")
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    """Headless Chromium (:func:`browser.chromium`)."""
+    yield from chromium(1200, 800)
 
 
 def _open(driver, path: Path) -> float:

@@ -1,7 +1,11 @@
 """torchmsa: multiple sequence alignment in PyTorch, on CUDA GPUs through Triton and on the CPU."""
 
-from torchmsa import errors, metrics
+# first: the thread settings must be in place before torch loads OpenMP
+from torchmsa import runtime  # noqa: F401  # isort: skip
+from torchmsa import data, errors, features, metrics, templates
+from torchmsa.addmerge import add, merge
 from torchmsa.alignment import Alignment
+from torchmsa.client import Client
 from torchmsa.config import (
     AlignConfig,
     AutoConfig,
@@ -23,6 +27,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AlignConfig",
     "Alignment",
+    "Client",
     "AutoConfig",
     "ConsistencyConfig",
     "ExecutionPolicy",
@@ -34,11 +39,16 @@ __all__ = [
     "Tree",
     "TreeConfig",
     "__version__",
+    "add",
     "align",
     "align_many",
     "build_tree",
+    "data",
     "errors",
+    "features",
+    "merge",
     "metrics",
     "pairwise_align",
     "shared_kmer_counts",
+    "templates",
 ]

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Sequence
 from typing import IO, Any
 
 import numpy as np
 import torch
 
-from torchmsa import io
-from torchmsa.alphabet import Alphabet
-from torchmsa.errors import ArgumentError
+from torchmsa import features, io
+from torchmsa.alphabet import PROTEIN, Alphabet
+from torchmsa.config import MemoryBudget
+from torchmsa.errors import AlphabetError, ArgumentError
+from torchmsa.features.read import encode_msa, read_msa
 
 __all__ = ["Alignment"]
 
 
 class Alignment:
     """A multiple sequence alignment, rows in input order.
+
+    Made by :func:`torchmsa.align`, read from a file (:meth:`read`: A3M insertions are kept as
+    the deletion matrix) or built from rows (:meth:`from_rows`). Every tensor lives on the
+    device of :attr:`codes` (:meth:`to` moves them); the feature methods delegate to
+    :mod:`torchmsa.features`.
 
     Attributes:
         names: sequence ids, input order.
@@ -41,6 +50,9 @@ class Alignment:
         tree=None,
         weights=None,
         metadata: dict[str, Any] | None = None,
+        *,
+        deletions: torch.Tensor | None = None,
+        a3m_rows: list[str] | None = None,
     ):
         self.names = list(names)
         self.descriptions = list(descriptions)
@@ -52,6 +64,95 @@ class Alignment:
         self.weights = torch.ones(n, dtype=torch.float64) if weights is None else weights
         self.metadata = dict(metadata or {})
         self._rows: list[str] | None = None
+        # an A3M's insertions (deletion matrix and original rows), when read from one
+        self._deletions = deletions
+        self._a3m = None if a3m_rows is None else list(a3m_rows)
+
+    @classmethod
+    def read(
+        cls, source: str | os.PathLike | IO, format: str | None = None, *, seqtype: str = "auto"
+    ) -> Alignment:
+        """Read an existing MSA: FASTA, A2M, A3M, Stockholm, Clustal or PHYLIP.
+
+        A2M / A3M keep their match columns (upper case, ``-``) as the alignment, and the
+        insertions (lowercase letters) as :meth:`deletion_matrix`, as AlphaFold's
+        ``parse_a3m`` does; writing ``a3m`` gives the rows back with their insertions. Other
+        formats keep every column. See :mod:`torchmsa.features.read`.
+
+        Arguments:
+            source: a path (``.gz`` too), ``"-"`` (standard input) or an open handle.
+            format: one of :data:`torchmsa.io.READ_FORMATS`; ``None`` guesses it.
+            seqtype: ``"auto"``, ``"protein"``, ``"dna"`` or ``"rna"``.
+
+        >>> import io
+        >>> aln = Alignment.read(io.StringIO(">q\\nMKVLA\\n>h\\nMKaaVL-\\n"), "a3m")
+        >>> aln.rows, aln.deletion_matrix().tolist()
+        (['MKVLA', 'MKVL-'], [[0, 0, 0, 0, 0], [0, 0, 2, 0, 0]])
+        """
+        msa = read_msa(source, format)
+        aln = cls.from_rows(
+            msa.names, msa.rows, descriptions=msa.descriptions, seqtype=seqtype,
+            deletion_matrix=None if msa.deletions is None else torch.from_numpy(msa.deletions),
+        )  # fmt: skip
+        aln._a3m, aln.metadata = msa.a3m, {"format": msa.format}
+        return aln
+
+    @classmethod
+    def from_rows(
+        cls,
+        names: Sequence[str],
+        rows: Sequence[str],
+        *,
+        descriptions: Sequence[str] | None = None,
+        seqtype: str = "auto",
+        deletion_matrix=None,
+    ) -> Alignment:
+        """An alignment from aligned rows of equal length (``-`` or ``.`` gaps, case kept).
+
+        Arguments:
+            names: one id per row.
+            rows: the gapped rows.
+            descriptions: whole header lines (``None``: the names).
+            seqtype: ``"auto"``, ``"protein"``, ``"dna"`` or ``"rna"``.
+            deletion_matrix: ``[N, C]`` insertion counts before each column (AlphaFold's
+                ``deletion_matrix``), returned by :meth:`deletion_matrix`.
+
+        >>> Alignment.from_rows(["a", "b"], ["AC-D", "ACG."]).rows
+        ['AC-D', 'ACG-']
+        """
+        *enc, deletions = encode_msa(names, rows, descriptions, seqtype, deletion_matrix)
+        return cls(*enc, deletions=deletions)
+
+    def to(self, device: str | torch.device) -> Alignment:
+        """The same alignment with its tensors on ``device``."""
+        out = copy.copy(self)
+        out.codes = self.codes.to(device)
+        out.weights = self.weights.to(device)
+        if self._deletions is not None:
+            out._deletions = self._deletions.to(device)
+        return out
+
+    def subset(self, indices) -> Alignment:
+        """The rows at ``indices`` (in that order) as an alignment; the tree is dropped."""
+        idx = torch.as_tensor(indices, dtype=torch.long).reshape(-1).cpu()
+        n = len(self)
+        if idx.numel() == 0 or int(idx.min()) < 0 or int(idx.max()) >= n:
+            raise ArgumentError(
+                f"Invalid value for `indices` argument: {indices!r}; use row indices in 0..{n - 1}"
+            )
+        rows = idx.tolist()
+        dev = idx.to(self.codes.device)
+        return Alignment(
+            [self.names[i] for i in rows],
+            [self.descriptions[i] for i in rows],
+            [self._residues[i] for i in rows],
+            self.codes[dev],
+            self.alphabet,
+            weights=self.weights[idx.to(self.weights.device)],
+            metadata=self.metadata,
+            deletions=None if self._deletions is None else self._deletions[dev],
+            a3m_rows=None if self._a3m is None else [self._a3m[i] for i in rows],
+        )
 
     def __len__(self) -> int:
         return len(self.names)
@@ -79,16 +180,31 @@ class Alignment:
         return self._rows
 
     def format(self, format: str = "fasta", query: int = 0) -> str:
-        """The alignment as text: ``fasta``, ``clustal``, ``stockholm``, ``phylip`` or ``a3m``."""
+        """The alignment as text: ``fasta``, ``clustal``, ``stockholm``, ``phylip`` or ``a3m``.
+
+        An alignment read from A2M / A3M writes ``a3m`` (query 0) with its insertions."""
         self._check_query(query)
-        return io.format_alignment(self.names, self.rows, format, self.descriptions, query)
+        rows, fmt = self._text(format, query)
+        return io.format_alignment(self.names, rows, fmt, self.descriptions, query)
+
+    def _text(self, format: str, query: int) -> tuple[list[str], str]:
+        if (
+            self._a3m is not None
+            and str(format).strip().lower() == "a3m"
+            and query % len(self) == 0
+        ):
+            return self._a3m, "fasta"
+        return self.rows, format
 
     def write(
-        self, target: str | os.PathLike | IO[str], format: str = "fasta", query: int = 0
+        self, target: str | os.PathLike | IO[str], format: str | None = None, query: int = 0
     ) -> None:
-        """Write to a path (``.gz`` compresses), ``"-"`` (stdout) or an open text handle."""
+        """Write to a path (``.gz`` compresses), ``"-"`` (stdout) or an open text handle;
+        ``format=None`` takes it from the file name (``x.aln`` Clustal, ``x.sto``
+        Stockholm...), else FASTA, as ``torchmsa align -o`` does."""
         self._check_query(query)
-        io.write_alignment(self.names, self.rows, target, format, self.descriptions, query)
+        rows, fmt = self._text(io.output_format(target, format), query)
+        io.write_alignment(self.names, rows, target, fmt, self.descriptions, query)
 
     def to_html(self, **kwargs) -> str:
         """A self-contained HTML page of the alignment (:func:`torchmsa.view.to_html`'s
@@ -142,20 +258,142 @@ class Alignment:
         """A3M text relative to row ``query``: its gap columns become lowercase insertions."""
         return self.format("a3m", query)
 
-    def deletion_matrix(self, query: int = 0) -> torch.Tensor:
+    def deletion_matrix(self, query: int | None = None) -> torch.Tensor:
         """``int32 [N, L_query]``: insertions in each row just before each query residue.
 
         Column j is the query's j-th residue; entry (i, j) counts row i's residues in the
-        columns between the query's residues j-1 and j (the AlphaFold convention).
+        columns between the query's residues j-1 and j (the AlphaFold convention), and the
+        insertions read from an A3M file before those columns. ``query=None``: the matrix
+        read from an A2M / A3M file (``[N, C]``, exactly AlphaFold's ``parse_a3m``), else
+        row 0.
         """
+        if query is None:
+            if self._deletions is not None:
+                return self._deletions
+            query = 0
         self._check_query(query)
         gaps = self.gap_mask()
         match = ~gaps[query]
         inserted = (~gaps & ~match[None, :]).to(torch.int32)
+        if self._deletions is not None:
+            inserted = inserted + self._deletions
         running = torch.cumsum(inserted, dim=1)
         at_match = running[:, match]
         before = torch.cat([torch.zeros_like(at_match[:, :1]), at_match[:, :-1]], dim=1)
         return (at_match - before).to(torch.int32)
+
+    def identity(
+        self, definition: str = "aligned", *, budget: MemoryBudget | int | None = None
+    ) -> torch.Tensor:
+        """``float32 [N, N]`` pairwise identity (:mod:`torchmsa.features.identity` defines
+        ``"aligned"``, ``"width"``, ``"shorter"`` and ``"hamming"``)."""
+        return features.identity_matrix(
+            self.codes, self.alphabet.gap_code, definition=definition, budget=budget
+        )
+
+    def sequence_weights(
+        self,
+        theta: float | Sequence[float] = 0.8,
+        *,
+        definition: str = "aligned",
+        budget: MemoryBudget | int | None = None,
+    ) -> torch.Tensor:
+        """``float64 [N]`` (``[T, N]`` for T thresholds): ``1 / |{j : id(i, j) >= theta}|``
+        (:mod:`torchmsa.features.weights`). Not :attr:`weights`, which come from the tree."""
+        return features.sequence_weights(
+            self.codes, self.alphabet.gap_code, theta, definition=definition, budget=budget
+        )
+
+    def neff(
+        self,
+        theta: float | Sequence[float] = 0.8,
+        *,
+        normalize: bool = False,
+        definition: str = "aligned",
+        budget: MemoryBudget | int | None = None,
+    ) -> float | torch.Tensor:
+        """The effective number of sequences at ``theta`` (a float; a tensor for several
+        thresholds), divided by ``sqrt(width)`` when ``normalize``."""
+        value = features.neff(
+            self.codes,
+            self.alphabet.gap_code,
+            theta,
+            normalize=normalize,
+            definition=definition,
+            budget=budget,
+        )
+        return float(value) if value.ndim == 0 else value
+
+    def filter(
+        self,
+        *,
+        max_identity: float | None = None,
+        min_coverage: float | None = None,
+        min_query_identity: float | None = None,
+        max_seqs: int | None = None,
+        query: int = 0,
+        definition: str = "aligned",
+        budget: MemoryBudget | int | None = None,
+    ) -> Alignment:
+        """The rows an hhfilter-like filter keeps, in input order
+        (:func:`torchmsa.features.filter_rows`; fractions, not percentages)."""
+        keep = features.filter_rows(
+            self.codes,
+            self.alphabet.gap_code,
+            max_identity=max_identity,
+            min_coverage=min_coverage,
+            min_query_identity=min_query_identity,
+            max_seqs=max_seqs,
+            query=query,
+            definition=definition,
+            budget=budget,
+        )
+        return self.subset(keep)
+
+    def select_diverse(self, n: int, *, criterion: str = "mean", query: int = 0) -> Alignment:
+        """``n`` rows chosen greedily for diversity, as ESM's ``greedy_select`` does
+        (:func:`torchmsa.features.select_diverse`), in input order."""
+        return self.subset(features.select_diverse(self.codes, n, criterion=criterion, query=query))
+
+    def alphafold_features(
+        self,
+        *,
+        max_clusters: int = 512,
+        max_extra: int = 1024,
+        seed: int = 0,
+        shuffle: bool = True,
+        budget: MemoryBudget | int | None = None,
+    ) -> dict[str, torch.Tensor]:
+        """AlphaFold's MSA features (:func:`torchmsa.features.alphafold_features`) over the
+        columns of row 0's residues (every column of an A3M read) with :meth:`deletion_matrix`.
+        Protein only."""
+        if self.alphabet is not PROTEIN:
+            raise AlphabetError(
+                f"AlphaFold's features are for proteins and this alignment is "
+                f"{self.alphabet.name}; read it with seqtype='protein' if that is wrong"
+            )
+        codes = self.codes
+        if self._deletions is None:
+            codes = codes[:, codes[0] != self.alphabet.gap_code]
+        return features.alphafold_features(
+            features.alphafold_ids(codes),
+            self.deletion_matrix(),
+            max_clusters=max_clusters,
+            max_extra=max_extra,
+            seed=seed,
+            shuffle=shuffle,
+            budget=budget,
+        )
+
+    def pssm(self, theta: float | None = 0.8, *, pseudocount: float = 1.0) -> torch.Tensor:
+        """``float32 [C, S]`` log-odds scores in bits (:mod:`torchmsa.features.logodds`; columns
+        ``ARNDCQEGHILKMFPSTWYV``, or ``ACGT`` / ``ACGU``), rows weighted by
+        :meth:`sequence_weights` at ``theta`` (``None``: 1 each)."""
+        _, states, background = features.pssm_states(self.alphabet)
+        weights = None if theta is None else self.sequence_weights(theta)
+        return features.pssm(
+            self.codes, states, background, weights=weights, pseudocount=pseudocount
+        )
 
     def _check_query(self, query: int) -> None:
         if not isinstance(query, int) or not -len(self) <= query < len(self):

@@ -21,6 +21,7 @@ shortcuts that fill :class:`AlignConfig`'s fields. Benchmarks and the command li
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,8 +57,8 @@ class _Checked:
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
-        hints = typing.get_type_hints(type(self))
-        for f in dataclasses.fields(self):
+        hints = _hints(type(self))
+        for f in _fields(type(self)):
             value = getattr(self, f.name)
             _check_type(owner, f.name, value, hints[f.name])
             check = f.metadata.get("check")
@@ -73,6 +74,17 @@ class _Checked:
             if value != _default(f):
                 parts.append(f"{f.name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """The resolved annotations of a config class (resolving them costs milliseconds)."""
+    return typing.get_type_hints(cls)
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[dataclasses.Field, ...]:
+    return dataclasses.fields(cls)
 
 
 def _default(f: dataclasses.Field) -> Any:
@@ -382,7 +394,7 @@ def _replace_path(obj, names: list[str], text: str, full: str):
         if not dataclasses.is_dataclass(current):
             raise ArgumentError(f"Unknown setting {full!r}: {name!r} has no fields")
         return dataclasses.replace(obj, **{name: _replace_path(current, names[1:], text, full)})
-    hint = typing.get_type_hints(type(obj))[name]
+    hint = _hints(type(obj))[name]
     return dataclasses.replace(obj, **{name: _parse(text, hint, full)})
 
 

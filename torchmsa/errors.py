@@ -15,6 +15,7 @@ __all__ = [
     "InvalidCharacterError",
     "EmptyInputError",
     "FormatError",
+    "InputLimitError",
     "AlphabetError",
     "ArgumentError",
     "ScoringError",
@@ -70,6 +71,31 @@ class EmptyInputError(InputError):
 
 class FormatError(InputError):
     """A file cannot be read or written in the requested format."""
+
+
+class InputLimitError(InputError):
+    """An input is larger than a limit of :class:`torchmsa.io.InputLimits`; reading stopped
+    there instead of filling memory.
+
+    Attributes:
+        source: the input's name (a path, ``<stdin>``, ...).
+        field: the limit, ``"max_input_bytes"`` or ``"max_sequences"``.
+        limit: its value.
+    """
+
+    def __init__(self, source: str, field: str, limit: int):
+        self.source = source
+        self.field = field
+        self.limit = limit
+        unit = "bytes" if field == "max_input_bytes" else "sequences"
+        flag = "--" + field.replace("_", "-")
+        super().__init__(
+            f"{source}: more than {limit:,} {unit} of input, the limit set by "
+            f"InputLimits.{field}; raise it (command line: {flag}), or split the input"
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.source, self.field, self.limit))
 
 
 class AlphabetError(InputError):

@@ -23,8 +23,14 @@ class Record(NamedTuple):
 
 
 def header(name: str, description: str) -> str:
-    """A FASTA-style header line: ``description`` when it starts with ``name``, else both."""
-    description = "" if description == NO_DESCRIPTION else description.strip()
-    if description.startswith(name) and description[len(name) :][:1] in ("", " ", "\t"):
+    """A FASTA header line: ``description`` itself, byte for byte, when it is a whole header
+    line for ``name`` (its first word is ``name``, Biopython's rule, or it starts with ``name``
+    and then whitespace or ends, for names that hold whitespace); else ``name``, a space and
+    the description; ``name`` alone when there is no description."""
+    description = "" if description == NO_DESCRIPTION else description
+    words = description.split(None, 1)
+    after = description[len(name) :] if description.startswith(name) else "x"
+    if (words[0] if words else "") == name or after == "" or after[:1].isspace():
         return description
+    description = description.strip()
     return f"{name} {description}" if description else name

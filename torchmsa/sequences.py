@@ -39,7 +39,7 @@ def _from_seqrecord(item) -> Record:
     return Record(name, header(name, str(item.description or "")), _text(item.seq, f"{name!r}"))
 
 
-def as_records(seqs) -> list[Record]:
+def as_records(seqs, *, limits: io.InputLimits | None = None) -> list[Record]:
     """Normalise every accepted input form to a list of :class:`Record`.
 
     Arguments:
@@ -49,6 +49,7 @@ def as_records(seqs) -> list[Record]:
             ``dict`` of name to sequence; a ``Bio.Align.MultipleSeqAlignment`` or
             ``Bio.Align.Alignment`` (its sequences); a single ``SeqRecord``; a
             :class:`SequenceBatch`. Sequences may be ``str`` or ``Bio.Seq.Seq``.
+        limits: for a path or file, how much to read (:class:`torchmsa.io.InputLimits`).
 
     Returns:
         The records, input order. A ``SeqRecord``'s description becomes ``"id description"``
@@ -58,7 +59,7 @@ def as_records(seqs) -> list[Record]:
         ArgumentError: an input or item of a type that holds no sequence.
     """
     if isinstance(seqs, (str, os.PathLike)) or hasattr(seqs, "read"):
-        return io.read_sequences(seqs)
+        return io.read_sequences(seqs, limits=limits)
     if isinstance(seqs, SequenceBatch):
         return [Record(n, d, r) for n, d, r in zip(seqs.names, seqs.descriptions, seqs.residues)]
     if isinstance(seqs, dict):
@@ -169,7 +170,14 @@ class SequenceBatch:
         return replace(self, codes=self.codes.to(dev), lengths=self.lengths.to(dev))
 
     @classmethod
-    def from_input(cls, seqs, seqtype: str | Alphabet = "auto", device="cpu") -> SequenceBatch:
+    def from_input(
+        cls,
+        seqs,
+        seqtype: str | Alphabet = "auto",
+        device="cpu",
+        *,
+        limits: io.InputLimits | None = None,
+    ) -> SequenceBatch:
         """Encode sequences given in any form that :func:`as_records` accepts.
 
         Arguments:
@@ -179,6 +187,7 @@ class SequenceBatch:
                 :class:`~torchmsa.alphabet.Alphabet`. A :class:`SequenceBatch` keeps its
                 alphabet under ``"auto"``.
             device: where to put the tensors (as in :meth:`to`).
+            limits: for a path or file, how much to read (:class:`torchmsa.io.InputLimits`).
 
         Returns:
             The batch.
@@ -196,7 +205,7 @@ class SequenceBatch:
             same = isinstance(seqtype, str) and seqtype.strip().lower() == "auto"
             if same or resolve_alphabet(seqtype, []) == seqs.alphabet:
                 return seqs.to(device)
-        records = as_records(seqs)
+        records = as_records(seqs, limits=limits)
         if not records:
             raise EmptyInputError("no sequences were given; the input is empty")
         alphabet = resolve_alphabet(seqtype, [r.seq for r in records])

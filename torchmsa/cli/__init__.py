@@ -8,6 +8,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from torchmsa.errors import TorchMSAError
@@ -21,11 +22,15 @@ EXAMPLES = """examples:
   cat seqs.fasta | torchmsa align - --tree-out guide.nwk > aln.fasta
   torchmsa pairwise query.fasta targets.fasta --mode local
   torchmsa score test.fasta reference.fasta --core core.txt
+  torchmsa align --add new.fasta existing.aln -o out.fasta [--keeplength]
+  torchmsa merge a.aln b.aln -o merged.fasta
   torchmsa view aln.fasta -o aln.html --color zappo --tree
+  torchmsa batch families/ -o aligned/
+  torchmsa serve --port 8765 &  torchmsa submit seqs.fasta --wait -o aln.fasta
 """
 
 
-VERBS = ("align", "pairwise", "score")
+VERBS = ("align", "merge", "pairwise", "score", "batch", "serve", "submit", "status", "fetch")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,25 +56,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``torchmsa`` command; returns its exit status (0, 2 on any user error)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors end here
         return exc.code if isinstance(exc.code, int) else 2
     if args.command is None:
-        parser.print_help(sys.stderr)
+        verbs = ", ".join((*VERBS, "view"))
+        print(f"torchmsa: error: give a command: {verbs} (see torchmsa --help)", file=sys.stderr)
         return 2
     try:
         return args.func(args)
     except (TorchMSAError, ValueError) as exc:
-        msg = " ".join(str(exc).split())
-        print(f"torchmsa: error: {msg}", file=sys.stderr)
-        return 2
+        return _fail(" ".join(str(exc).split()))
+    except MemoryError:
+        return _fail(
+            "out of memory; free memory or raise `ulimit -v`, lower --max-input-bytes, or "
+            "align fewer sequences at a time"
+        )
     except KeyboardInterrupt:
         print("torchmsa: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        _silence_stdout()
         return 0
+
+
+def _fail(message: str) -> int:
+    print(f"torchmsa: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises no second BrokenPipeError
+    (``torchmsa align x.fa | head``)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _entry() -> None:

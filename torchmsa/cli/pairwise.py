@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchmsa.cli.common import add_scoring, emit
+from torchmsa.cli.common import add_limits, add_scoring, emit, limits
 from torchmsa.errors import ArgumentError
 
 __all__ = ["add_parser", "run"]
@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
     add_scoring(p, "BLOSUM62 / NUC.4.4, open 10, extend 1")
+    add_limits(p)
     p.set_defaults(func=run)
 
 
@@ -34,7 +35,8 @@ def run(args) -> int:
     from torchmsa.io import read_sequences
     from torchmsa.ops.pairwise import pairwise_align
 
-    recs_a, recs_b = read_sequences(args.a), read_sequences(args.b)
+    bounds = limits(args)
+    recs_a, recs_b = read_sequences(args.a, limits=bounds), read_sequences(args.b, limits=bounds)
     if len(recs_a) == 1 and len(recs_b) > 1:
         recs_a = recs_a * len(recs_b)
     elif len(recs_b) == 1 and len(recs_a) > 1:

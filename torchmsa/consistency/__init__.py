@@ -19,6 +19,7 @@ from torchmsa.consistency.library import (
     Library,
     LocalScoring,
     entry_values,
+    library_bytes,
     local_library,
     window_scores,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "LocalScoring",
     "Consistency",
     "entry_values",
+    "library_bytes",
     "local_library",
     "terminal_trims",
     "window_scores",

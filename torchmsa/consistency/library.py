@@ -8,11 +8,37 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from torchmsa.config import ConsistencyConfig, ExecutionPolicy
+from torchmsa.config import ConsistencyConfig, ExecutionPolicy, MemoryBudget
 from torchmsa.constants import LOCAL, OP_LEFT, OP_MATCH, OP_UP, SEMIGLOBAL
+from torchmsa.errors import ResourceError
 from torchmsa.ops.pairwise import pairwise_align_codes, pairwise_score_codes
 
-__all__ = ["Library", "LocalScoring", "entry_values", "local_library", "window_scores"]
+__all__ = [
+    "Library",
+    "LocalScoring",
+    "entry_values",
+    "library_bytes",
+    "local_library",
+    "window_scores",
+]
+
+# Peak bytes per library entry over accurate mode's stages: the library's five int64 columns,
+# the progressive levels' sorted copy with its forest nodes (:class:`Consistency`), and the
+# refinement's per-edge tiles. Measured on the CPU as the peak RSS growth over the entries
+# (near-identical sequences, where every residue pair is an entry): 266-298 bytes for
+# 150 x 100, 300 x 100 and 100 x 400 residues.
+ENTRY_BYTES = 320
+
+
+def library_bytes(lengths) -> int:
+    """Bytes accurate mode may need for the library of sequences of ``lengths`` (``[N]``):
+    :data:`ENTRY_BYTES` per possible entry, at most ``min(len_x, len_y)`` entries per pair
+    (an upper bound, reached by near-identical sequences)."""
+    lens = np.sort(np.asarray(torch.as_tensor(lengths).cpu(), dtype=np.int64))
+    n = lens.shape[0]
+    # pair (x, y) with len_x <= len_y adds len_x: the k-th shortest is the shorter of n-1-k pairs
+    entries = int((lens * (n - 1 - np.arange(n))).sum()) if n else 0
+    return entries * ENTRY_BYTES + 8 * n * n
 
 
 @dataclass(frozen=True)
@@ -131,6 +157,7 @@ def local_library(
     *,
     config: ConsistencyConfig | None = None,
     policy: ExecutionPolicy | None = None,
+    budget: MemoryBudget | None = None,
 ) -> Library:
     """Stage 1: all-pairs alignments of ``codes`` (``uint8 [N, L]``) into a :class:`Library`.
 
@@ -153,7 +180,21 @@ def local_library(
         backend: DP backend.
         config: the entries' weights (:class:`~torchmsa.config.ConsistencyConfig`).
         policy: ``local_batch_cells`` caps pairs per call times their ops width.
+        budget: the memory the library may take (:func:`library_bytes`; ``None``: the
+            default :class:`~torchmsa.config.MemoryBudget`).
+
+    Raises:
+        ResourceError: the library may not fit ``budget`` on ``codes``' device.
     """
+    budget = MemoryBudget() if budget is None else budget
+    need, avail = library_bytes(lengths), budget.limit(codes.device)
+    if need > avail:
+        raise ResourceError(
+            f"accurate mode's library of {codes.shape[0]} sequences on {codes.device}",
+            need,
+            avail,
+            f"{budget.source(codes.device)}; or use mode='default'",
+        )
     with torch.profiler.record_function("torchmsa.local_library"):
         return _local_library(
             codes,

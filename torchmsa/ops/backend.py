@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import torch
@@ -62,6 +63,14 @@ def resolve_device(device) -> torch.device:
     return torch.device("cuda", index)
 
 
+def triton_installed() -> bool:
+    """Whether the ``triton`` package can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec("triton") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def resolve_backend(backend: str, device: torch.device) -> str:
     """``"cpu"`` or ``"triton"`` for work whose tensors live on ``device``.
 
@@ -71,7 +80,19 @@ def resolve_backend(backend: str, device: torch.device) -> str:
     if backend not in BACKENDS:
         raise ArgumentError(f"Invalid value for `backend` argument: {backend!r}; use {BACKENDS}")
     if backend == "auto":
-        return "triton" if device.type == "cuda" else "cpu"
+        if device.type != "cuda":
+            return "cpu"
+        if not triton_installed():
+            raise DeviceError(
+                f"work on {device} needs the triton package, which is not installed: "
+                "pip install 'torchmsa[gpu]', or use device='cpu'"
+            )
+        return "triton"
+    if backend == "triton" and not triton_installed():
+        raise DeviceError(
+            "backend='triton' needs the triton package, which is not installed: "
+            "pip install 'torchmsa[gpu]', or use backend='cpu'"
+        )
     if backend == "triton" and device.type != "cuda" and not interpreter_enabled():
         raise DeviceError(
             "backend='triton' on CPU tensors needs Triton's interpreter: set TRITON_INTERPRET=1 "

@@ -17,9 +17,10 @@ auto        ``accurate`` up to 200 sequences of at most 2,000 residues, ``defaul
             ``Alignment.metadata["mode"]``
 =========== ==========================================================================
 
-A call prepares its jobs (:mod:`~torchmsa.pipeline.jobs`: encode, mode, place, offset, first
-tree), groups them, runs each group (:mod:`~torchmsa.pipeline.groups`,
-:mod:`~torchmsa.pipeline.accurate`) and assembles the results. Every stage is a
+A call prepares its jobs (:mod:`~torchmsa.pipeline.jobs`: encode, collapse identical sequences
+(:mod:`~torchmsa.pipeline.dedupe`), mode, place, offset, first tree), groups them, runs each
+group (:mod:`~torchmsa.pipeline.groups`, :mod:`~torchmsa.pipeline.accurate`) and assembles the
+results, every copy of a sequence given its representative's row. Every stage is a
 ``torch.profiler.record_function`` range named ``torchmsa.<stage>``.
 """
 
@@ -30,11 +31,13 @@ from typing import Any
 
 import torch
 
+from torchmsa import runtime
 from torchmsa.alignment import Alignment
 from torchmsa.config import MODES, TREES, AlignConfig, ExecutionPolicy, MemoryBudget, describe
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.pipeline.accurate import library, local_scoring
+from torchmsa.pipeline.dedupe import restore, restore_tree
 from torchmsa.pipeline.groups import align_group
 from torchmsa.pipeline.jobs import Job, group_jobs, prepare_jobs, progress_steps
 from torchmsa.pipeline.modes import linkage
@@ -42,7 +45,7 @@ from torchmsa.pipeline.placement import thread_cap
 from torchmsa.pipeline.progress import ProgressBar
 from torchmsa.pipeline.scoring import SCORE_SCALE, job_offset, profile_scoring
 from torchmsa.pipeline.shortcuts import apply_shortcuts
-from torchmsa.pipeline.trees import first_tree
+from torchmsa.pipeline.trees import along_tree, first_tree, given_job_tree, is_newick, tree_order
 from torchmsa.tree import Tree
 from torchmsa.tree import build_tree as tree_of_distances
 
@@ -69,10 +72,11 @@ def align_many(
     matrix=None,
     gap_open: float | None = None,
     gap_extend: float | None = None,
-    tree: str | None = None,
+    tree: str | Tree | None = None,
     seqtype: str = "auto",
     progress: bool = False,
     backend: str = "auto",
+    reorder: bool = False,
 ) -> list[Alignment]:
     """Align many independent sequence sets in shared batches (one result per input).
 
@@ -80,37 +84,62 @@ def align_many(
     launch: many small families cost little more than one. Jobs are grouped by alphabet, chosen
     mode, place and matrix offset; arguments as :func:`align`, applied to every job.
     """
+    given = tree if is_newick(tree) else None
     config, custom = apply_shortcuts(
-        config, mode=mode, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend, tree=tree
+        config,
+        mode=mode,
+        matrix=matrix,
+        gap_open=gap_open,
+        gap_extend=gap_extend,
+        tree=None if given is not None else tree,
     )
     policy = _checked(policy, ExecutionPolicy, "policy")
     budget = _checked(budget, MemoryBudget, "budget")
-    with torch.profiler.record_function("torchmsa.align"), thread_cap(policy.threads):
+    with (
+        runtime.parallel_section(),
+        torch.profiler.record_function("torchmsa.align"),
+        thread_cap(policy.threads),
+    ):
         t0 = time.perf_counter()
         dev = resolve_device(device)
         impl = resolve_backend(backend, dev)
         # on a GPU under the automatic backend, a small job runs wholly on the host (its
         # launches and copies would cost more than its work); its tensors come back to the device
         host_small = backend == "auto" and dev.type == "cuda"
-        jobs = prepare_jobs(inputs, seqtype, dev, host_small, config=config, policy=policy)
+        jobs = prepare_jobs(
+            inputs, seqtype, dev, host_small, config=config, policy=policy, budget=budget
+        )
         bar = ProgressBar(progress_steps(jobs), progress)
         results: list = [None] * len(jobs)
         for (_, mode_j, place, offset), idx in group_jobs(jobs).items():
             alphabet = jobs[idx[0]].batch.alphabet
             scoring = profile_scoring(alphabet, custom, offset=offset, config=config.scoring)
             group_impl = impl if place == dev else resolve_backend(backend, place)
-            done = align_group(
-                [jobs[j].batch for j in idx],
-                mode_j,
-                [jobs[j].first for j in idx],
-                scoring,
-                group_impl,
-                bar,
-                host_small,
-                config=config,
-                policy=policy,
-                budget=budget,
-            )
+            if given is not None:  # the user's tree: one pass along it, then refinement
+                done = along_tree(
+                    [jobs[j].batch for j in idx],
+                    [_given(given, jobs[j]) for j in idx],
+                    mode_j,
+                    scoring,
+                    group_impl,
+                    bar.step,
+                    config=config,
+                    policy=policy,
+                    budget=budget,
+                )
+            else:
+                done = align_group(
+                    [jobs[j].batch for j in idx],
+                    mode_j,
+                    [jobs[j].first for j in idx],
+                    scoring,
+                    group_impl,
+                    bar,
+                    host_small,
+                    config=config,
+                    policy=policy,
+                    budget=budget,
+                )
             for j, (codes, guide, extra) in zip(idx, done):
                 results[j] = (codes.to(dev), guide, extra)
         bar.close()
@@ -123,10 +152,11 @@ def align_many(
                 "config": describe(config),
                 "policy": describe(policy),
             }
-            return [
+            out = [
                 _assemble(job, *result, impl if job.place == dev else "cpu", config, common)
                 for job, result in zip(jobs, results)
             ]
+            return [tree_order(a) for a in out] if reorder else out
 
 
 def align(
@@ -140,10 +170,11 @@ def align(
     matrix=None,
     gap_open: float | None = None,
     gap_extend: float | None = None,
-    tree: str | None = None,
+    tree: str | Tree | None = None,
     seqtype: str = "auto",
     progress: bool = False,
     backend: str = "auto",
+    reorder: bool = False,
 ) -> Alignment:
     """Align sequences.
 
@@ -169,13 +200,18 @@ def align(
             ``"single"`` (on 6-mer distances), ``"lcs"`` (single linkage on LCS distances;
             default mode then makes one pass) or ``"parttree"``. Second-pass trees (default
             mode) use the linkage (``"upgma_mafft"`` for ``"auto"``, ``"lcs"`` and
-            ``"parttree"``).
+            ``"parttree"``). Or the guide tree itself: a :class:`~torchmsa.Tree` or Newick
+            text (ending in ``;``), leaves matched to the sequences by name; then one
+            progressive pass follows it, and the mode's refinement rounds (accurate mode
+            without its consistency library).
         seqtype: ``"auto"``, ``"protein"``, ``"dna"`` or ``"rna"``.
-        progress: print a progress bar on stderr.
+        progress: print a progress bar on stderr (once the work has run for a second).
         backend: DP backend, ``"auto"``, ``"cpu"`` or ``"triton"``.
+        reorder: rows in guide-tree order instead of input order (MAFFT's ``--reorder``).
 
     Returns:
-        An :class:`~torchmsa.alignment.Alignment`, rows in input order.
+        An :class:`~torchmsa.alignment.Alignment`, rows in input order (in guide-tree
+        order with ``reorder``).
 
     Raises:
         ArgumentError: an invalid argument, or a shortcut that ``config`` sets differently.
@@ -194,6 +230,7 @@ def align(
         seqtype=seqtype,
         progress=progress,
         backend=backend,
+        reorder=reorder,
     )[0]
 
 
@@ -230,23 +267,33 @@ def build_tree(
     config, _ = apply_shortcuts(config, method=None if method == "auto" else method)
     policy = _checked(policy, ExecutionPolicy, "policy")
     budget = _checked(budget, MemoryBudget, "budget")
-    with torch.profiler.record_function("torchmsa.build_tree"), thread_cap(policy.threads):
+    with (
+        runtime.parallel_section(),
+        torch.profiler.record_function("torchmsa.build_tree"),
+        thread_cap(policy.threads),
+    ):
         dev = resolve_device(device)
         host_small = backend == "auto" and dev.type == "cuda"
-        (job,) = prepare_jobs([seqs], seqtype, dev, host_small, config=config, policy=policy)
+        (job,) = prepare_jobs(
+            [seqs], seqtype, dev, host_small, config=config, policy=policy, budget=budget
+        )
         b, impl = job.batch, resolve_backend(backend, job.place)
         if len(b) == 1:
-            return Tree(b.names, torch.zeros(0, 2, dtype=torch.int64).numpy(), [0.0])
+            return restore_tree(
+                Tree(b.names, torch.zeros(0, 2, dtype=torch.int64).numpy(), [0.0]), job.copies
+            )
         if job.mode != "accurate":
-            return first_tree(b, job.first, impl, config=config.tree, policy=policy, budget=budget)
+            t = first_tree(b, job.first, impl, config=config.tree, policy=policy, budget=budget)
+            return restore_tree(t, job.copies)
         local = local_scoring(b.alphabet, config=config.consistency)
-        lib = library(b, local, impl, config=config.consistency, policy=policy)
+        lib = library(b, local, impl, config=config.consistency, policy=policy, budget=budget)
         with torch.profiler.record_function("torchmsa.first_tree"):
-            return tree_of_distances(lib.dist, linkage(config.tree.method), b.names)
+            t = tree_of_distances(lib.dist, linkage(config.tree.method), b.names)
+        return restore_tree(t, job.copies)
 
 
 def _assemble(job: Job, codes, guide, extra, backend, config, common) -> Alignment:
-    b = job.batch
+    b = job.batch if job.copies is None else job.copies.full
     meta: dict[str, Any] = {
         "mode": job.mode,
         "requested_mode": config.mode,
@@ -255,12 +302,23 @@ def _assemble(job: Job, codes, guide, extra, backend, config, common) -> Alignme
         "computed_on": str(job.place),
         "tree": job.first if job.mode != "accurate" else linkage(config.tree.method),
         "n_sequences": len(b),
+        "distinct_sequences": len(job.batch),
+        "collapsed": 0 if job.copies is None else job.copies.collapsed,
         "matrix_offset": job.offset,
         **common,
         **extra,
     }
+    if job.degraded is not None:
+        meta["degraded"] = job.degraded
+    codes, guide = restore(codes, job.copies), restore_tree(guide, job.copies)
     weights = None if guide is None else torch.as_tensor(guide.weights(), dtype=torch.float64)
     return Alignment(b.names, b.descriptions, b.residues, codes, b.alphabet, guide, weights, meta)
+
+
+def _given(tree, job: Job):
+    """``job``'s guide tree from the user's: over its distinct sequences."""
+    names = (job.batch if job.copies is None else job.copies.full).names
+    return given_job_tree(tree, names, None if job.copies is None else job.copies.first)
 
 
 def _checked(obj, cls, name: str):

@@ -50,7 +50,7 @@ def accurate_group(
     local = local_scoring(batches[0].alphabet, config=cons_config)
     libs, trees, cuts, ends = [], [], [], []
     for b in batches:
-        lib = library(b, local, impl, config=cons_config, policy=policy)
+        lib = library(b, local, impl, config=cons_config, policy=policy, budget=budget)
         with torch.profiler.record_function("torchmsa.first_tree"):
             trees.append(build_tree(lib.dist, method, b.names) if len(b) > 1 else None)
         head = tail = torch.zeros(len(b), dtype=torch.int64)
@@ -115,8 +115,10 @@ def library(
     *,
     config: ConsistencyConfig | None = None,
     policy: ExecutionPolicy | None = None,
+    budget: MemoryBudget | None = None,
 ):
-    """A job's consistency library from its all-pairs local alignments (:func:`local_scoring`)."""
+    """A job's consistency library from its all-pairs local alignments (:func:`local_scoring`);
+    :class:`~torchmsa.errors.ResourceError` where it may not fit ``budget``."""
     return local_library(
         batch.codes,
         batch.lengths,
@@ -126,6 +128,7 @@ def library(
         impl,
         config=config,
         policy=policy,
+        budget=budget,
     )
 
 

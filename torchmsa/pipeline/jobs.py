@@ -1,5 +1,6 @@
-"""Jobs: one input sequence set each, encoded, given its mode, its place (host or device), its
-matrix offset and its first tree method; grouped so that a group shares its batched launches."""
+"""Jobs: one input sequence set each, encoded, its copies of identical sequences collapsed
+(:mod:`~torchmsa.pipeline.dedupe`), given its mode, its place (host or device), its matrix
+offset and its first tree method; grouped so that a group shares its batched launches."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from dataclasses import dataclass
 
 import torch
 
-from torchmsa.config import AlignConfig, ExecutionPolicy
+from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget
+from torchmsa.consistency import library_bytes
+from torchmsa.pipeline.dedupe import Copies, collapse
 from torchmsa.pipeline.modes import first_tree_method, resolve_mode, second_pass
 from torchmsa.pipeline.placement import host_job
 from torchmsa.pipeline.scoring import job_offset
@@ -22,11 +25,14 @@ class Job:
     """One sequence set to align.
 
     Attributes:
-        batch: its sequences, on :attr:`place`.
-        mode: the mode it runs in (``"auto"`` resolved).
+        batch: its distinct sequences, on :attr:`place`.
+        mode: the mode it runs in (``"auto"`` resolved, or the mode it was degraded to).
         place: where it runs: the call's device, or the host for a small job on a GPU.
         offset: its matrix offset (:func:`~torchmsa.pipeline.scoring.job_offset`).
         first: its first guide tree method (:func:`~torchmsa.pipeline.modes.first_tree_method`).
+        copies: the input and its map onto :attr:`batch` (``None``: no sequence repeats).
+        degraded: why the job runs in :attr:`mode` rather than the mode asked for (``None``:
+            it does not).
     """
 
     batch: SequenceBatch
@@ -34,6 +40,8 @@ class Job:
     place: torch.device
     offset: float
     first: str
+    copies: Copies | None = None
+    degraded: str | None = None
 
 
 def prepare_jobs(
@@ -44,26 +52,50 @@ def prepare_jobs(
     *,
     config: AlignConfig,
     policy: ExecutionPolicy,
+    budget: MemoryBudget | None = None,
 ) -> list[Job]:
-    """Encode each input on the host and decide its mode, place, offset and first tree.
+    """Encode each input on the host, collapse its identical sequences, and decide its mode,
+    place, offset and first tree from its distinct sequences.
 
     ``host_small`` (a GPU under the automatic backend): a small job
     (:func:`~torchmsa.pipeline.placement.host_job`) stays on the host; its tensors come back to
-    the device at the end.
+    the device at the end. An accurate job whose library
+    (:func:`~torchmsa.consistency.library_bytes`) does not fit ``budget`` on its place runs in
+    default mode instead, and says so (:attr:`Job.degraded`).
     """
+    budget = MemoryBudget() if budget is None else budget
     host = torch.device("cpu")
     with torch.profiler.record_function("torchmsa.encode"):
         batches = [SequenceBatch.from_input(x, seqtype, host) for x in inputs]
     jobs = []
-    for b in batches:
+    for full in batches:
+        b, copies = collapse(full)
         longest = int(b.lengths.max()) if len(b) else 0
         mode = resolve_mode(config.mode, len(b), longest, config=config.auto)
-        small = host_small and host_job(len(b), longest, mode, policy=policy)
-        place = host if small else device
+        place = host if host_small and host_job(len(b), longest, mode, policy=policy) else device
+        degraded = _library_misfit(b, place, budget) if mode == "accurate" else None
+        if degraded is not None:
+            mode = "default"
+            small = host_small and host_job(len(b), longest, mode, policy=policy)
+            place = host if small else device
         offset = job_offset(b.alphabet, len(b), config=config.scoring)
         first = first_tree_method(len(b), mode, config=config.tree)
-        jobs.append(Job(b.to(place), mode, place, offset, first))
+        jobs.append(Job(b.to(place), mode, place, offset, first, copies, degraded))
     return jobs
+
+
+def _library_misfit(batch: SequenceBatch, place: torch.device, budget: MemoryBudget):
+    """Why accurate mode's library of ``batch`` cannot be built on ``place`` (``None``: it
+    fits ``budget``)."""
+    need = library_bytes(batch.lengths)
+    avail = budget.limit(place)
+    if need <= avail:
+        return None
+    return (
+        f"accurate mode's library of {len(batch)} sequences needs up to {need / 2**20:.1f} MiB "
+        f"on {place} but only {avail / 2**20:.1f} MiB are available ({budget.source(place)}); "
+        "ran in default mode"
+    )
 
 
 def group_jobs(jobs: list[Job]) -> dict[tuple[str, str, torch.device, float], list[int]]:

@@ -1,40 +1,155 @@
-"""The progress bar of ``align(progress=True)``."""
+"""The progress bar of ``align(progress=True)`` and ``add(progress=True)``: a tqdm bar on
+stderr that appears only once the work has run for :data:`DELAY` seconds (a plain one-line
+bar where tqdm is not installed)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import time
 
-__all__ = ["ProgressBar"]
+__all__ = ["DELAY", "ProgressBar", "StageTimes"]
+
+DELAY = 1.0  # seconds of work before a bar appears: short calls print nothing
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr (only when asked for and the job is not tiny).
+    """A progress bar on stderr, drawn only when asked for, the work has at least two steps
+    and it has run for ``delay`` seconds.
 
     Arguments:
-        total: the steps of the whole call (one per tree join of every pass).
+        total: the steps of the whole call (``align``: one per tree join of every pass).
         enabled: whether to draw at all.
+        what: the bar's label.
+        delay: seconds before the bar appears.
+        stream: where to draw (default ``sys.stderr``).
     """
 
-    def __init__(self, total: int, enabled: bool):
+    def __init__(
+        self, total: int, enabled: bool, what: str = "aligning", delay: float = DELAY, stream=None
+    ):
         self.total, self.enabled, self.base = total, enabled and total >= 2, 0
-        self.stream = sys.stderr
+        self.what, self.delay = what, delay
+        self.stream = sys.stderr if stream is None else stream
+        self.start = time.perf_counter()
+        self.done = 0
+        self._bar = None
+        self._plain = False
         self.last = -1
 
     def step(self, done: int, total: int) -> None:
         """``done`` of a pass's ``total`` steps are done (a pass ends with ``done == total``)."""
         if not self.enabled:
             return
-        frac = min(1.0, (self.base + done) / max(1, self.total))
+        now = self.base + done
         if done == total:
             self.base += total
-        pct = int(frac * 100)
-        if pct != self.last:
-            self.last = pct
-            bar = "#" * (pct // 4)
-            self.stream.write(f"\rtorchmsa: aligning [{bar:<25}] {pct:3d}%")
-            self.stream.flush()
+        self._draw(min(now, self.total))
+
+    def update(self, done: int, total: int) -> None:
+        """``done`` of the call's steps are done (one counter for the whole call)."""
+        if self.enabled:
+            self._draw(min(done, self.total))
+
+    def _draw(self, now: int) -> None:
+        if self._bar is None and not self._plain:
+            if time.perf_counter() - self.start < self.delay:
+                self.done = now
+                return
+            self._open()
+        if self._bar is not None:
+            self._bar.update(now - self.done)
+        else:
+            pct = int(100 * now / max(1, self.total))
+            if pct != self.last:
+                self.last = pct
+                bar = "#" * (pct // 4)
+                self.stream.write(f"\rtorchmsa: {self.what} [{bar:<25}] {pct:3d}%")
+                self.stream.flush()
+        self.done = now
+
+    def _open(self) -> None:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self._plain = True
+            return
+        self._bar = tqdm(
+            total=self.total,
+            initial=self.done,
+            desc=f"torchmsa: {self.what}",
+            file=self.stream,
+            unit="step",
+            leave=False,
+            dynamic_ncols=True,
+        )
 
     def close(self) -> None:
-        if self.enabled:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self._plain and self.last >= 0:
             self.stream.write("\n")
             self.stream.flush()
+
+
+class StageTimes:
+    """Seconds per pipeline stage, from the ``torchmsa.<stage>`` ranges of
+    ``torch.profiler.record_function`` recorded while the block runs (``-v``)::
+
+        with StageTimes() as times:
+            torchmsa.align(...)
+        times.seconds  # {"align": 1.2, "encode": 0.01, ...}, in order of first start
+
+    A stage that runs many times (a progressive level) is summed; a stage inside another is
+    also counted in the outer one's time.
+    """
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._prof = None
+
+    def __enter__(self) -> StageTimes:
+        import torch
+
+        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+        with _quiet_stderr():  # the profiler logs its start and stop there
+            self._prof.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with _quiet_stderr():
+            self._prof.__exit__(*exc)
+        stages: dict[str, list[float]] = {}
+        for e in self._prof.events():
+            if e.name.startswith("torchmsa."):
+                at = stages.setdefault(e.name[len("torchmsa.") :], [e.time_range.start, 0.0])
+                at[1] += e.time_range.elapsed_us() / 1e6
+        self.seconds = {k: v[1] for k, v in sorted(stages.items(), key=lambda kv: kv[1][0])}
+
+    def report(self) -> str:
+        """One ``torchmsa: stage <name> <seconds> s`` line per stage."""
+        width = max((len(k) for k in self.seconds), default=0)
+        return "".join(
+            f"torchmsa: stage {k:<{width}} {v:9.3f} s\n" for k, v in self.seconds.items()
+        )
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """File descriptor 2 pointed at the null device for the block (C++ logging included)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)

@@ -1,0 +1,261 @@
+"""Running the service: uvicorn serving :func:`~torchmsa.serve.app.create_app` in this
+process, the alignment workers in processes of their own (one per CUDA GPU, else one on the
+CPU; :mod:`torchmsa.serve.procs`), all on one store's database.
+
+:func:`serve` is ``torchmsa serve``: it opens the store, puts back in the queue the jobs a
+killed server left running, binds the socket (``port=0`` picks a free one), starts the
+workers, announces the address on stdout, and serves until SIGTERM or SIGINT; then it stops
+taking requests, lets the workers finish what they hold (``grace`` seconds at most; a worker
+still running then is killed and its jobs are queued again) and closes the store.
+:func:`start` does the same with the HTTP server in a background thread, for notebooks and
+tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import uvicorn
+
+from torchmsa.serve.app import MAX_BYTES, MAX_SEQS, create_app
+from torchmsa.serve.procs import WorkerProcesses
+
+__all__ = ["serve", "start", "Running", "worker_devices"]
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def worker_devices(device: str = "auto") -> list[str]:
+    """Where workers run: every CUDA GPU for ``"auto"`` (else the CPU), or the comma-separated
+    devices given (``"cuda:0,cuda:1"``, ``"cpu"``)."""
+    if device != "auto":
+        return [d.strip() for d in device.split(",") if d.strip()]
+    import torch
+
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return [f"cuda:{i}" for i in range(n)] or ["cpu"]
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server whose signal handling stops it without raising the signal again
+    afterwards, so the workers can be stopped and the store closed."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        old = {sig: signal.signal(sig, self.handle_exit) for sig in _SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        from torchmsa.errors import ArgumentError
+
+        raise ArgumentError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}); choose another --port "
+            f"(0 picks a free one) or --host"
+        ) from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _setup(
+    store, host, port, token, devices, cpu_workers, max_bytes, max_seqs, poll, log_level, nice
+) -> tuple[_Server, WorkerProcesses, socket.socket]:
+    pool = WorkerProcesses(store, list(devices), cpu_workers=cpu_workers, poll=poll, nice=nice)
+    app = create_app(
+        store,
+        token=token,
+        max_bytes=max_bytes,
+        max_seqs=max_seqs,
+        workers=pool.describe,
+        notify=pool.notify,
+    )
+    sock = _bind(host, port)
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        limit_concurrency=4096,
+        backlog=2048,
+    )
+    return _Server(config), pool, sock
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    data: str | None = None,
+    db: str | None = None,
+    token: str | Sequence[str] | None = None,
+    *,
+    device: str = "auto",
+    cpu_workers: int = 1,
+    max_bytes: int = MAX_BYTES,
+    max_seqs: int = MAX_SEQS,
+    cap_bytes: int = 2 << 30,
+    grace: float = 10.0,
+    poll: float = 0.25,
+    nice: int = 5,
+    log_level: str = "warning",
+    announce: Callable[[str], None] | None = None,
+) -> int:
+    """Serve until SIGTERM or SIGINT (``torchmsa serve``); returns the exit status (0).
+
+    Arguments:
+        host, port: where to listen (loopback by default; ``port=0`` picks a free port).
+        data: the store's folder (default ``$TORCHMSA_DATA`` or ``~/.cache/torchmsa``).
+        db: a database URL (``sqlite:///path``, ``postgresql://...``) instead of ``data``.
+        token: bearer token(s) every request must carry; ``None``: no authentication.
+        device: ``"auto"`` (one worker process per CUDA GPU, else one on the CPU) or
+            devices, comma-separated.
+        cpu_workers: CPU worker processes each worker may run small jobs on.
+        max_bytes, max_seqs: a request's body size and a job's sequence count limits.
+        cap_bytes: the store's size cap (least recently used cache entries go first).
+        grace: seconds the workers get at shutdown to finish the jobs they hold (then they
+            are killed and their jobs queued again).
+        poll: seconds an idle worker waits between looks at the queue (an accepted job
+            wakes it at once; this is for jobs that other hosts' servers accept).
+        nice: niceness added to the worker processes (0: none), so requests are answered
+            first when the workers keep every core busy.
+        log_level: uvicorn's log level.
+        announce: called with the URL once the socket listens (default: print it).
+    """
+    from torchmsa.serve.store import Store
+
+    store = Store.open(
+        db, data_dir=data, cap_bytes=cap_bytes, max_bytes=max_bytes, max_seqs=max_seqs
+    )
+    try:
+        requeued = store.requeue_running()
+        server, pool, sock = _setup(
+            store, host, port, token, worker_devices(device), cpu_workers, max_bytes, max_seqs,
+            poll, log_level, nice,
+        )  # fmt: skip
+        url = _url(sock)
+        pool.start()
+        (announce or _print)(url)
+        if requeued:
+            print(f"torchmsa: {requeued} interrupted job(s) queued again", file=sys.stderr)
+        try:
+            server.run(sockets=[sock])
+        finally:
+            sock.close()
+            if not pool.close(grace):
+                print(
+                    "torchmsa: a worker was still running at shutdown (or had died); its jobs "
+                    "are queued again",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        store.close()
+    return 0
+
+
+def _print(url: str) -> None:
+    print(f"torchmsa: serving on {url} (Ctrl-C stops)", flush=True)
+
+
+class Running:
+    """A service started by :func:`start`: the HTTP server in a background thread, the
+    workers in their processes (:attr:`workers`); ``stop()`` ends it."""
+
+    def __init__(
+        self, server: _Server, pool: WorkerProcesses, sock: socket.socket, store, own_store
+    ):
+        self.url = _url(sock)
+        self._server, self._pool, self._sock = server, pool, sock
+        self.workers = pool
+        self.store, self._own_store = store, own_store
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="torchmsa-http", daemon=True
+        )
+
+    def _start(self) -> Running:
+        self._pool.start()
+        self._thread.start()
+        end = time.monotonic() + 30
+        while not self._server.started and self._thread.is_alive():
+            if time.monotonic() > end:
+                raise RuntimeError("the torchmsa server did not start within 30 s")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, grace: float = 10.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(30)
+        self._sock.close()
+        self._pool.close(grace)
+        if self._own_store:
+            self.store.close()
+
+    def __enter__(self) -> Running:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start(
+    store=None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    data: str | None = None,
+    token: str | Sequence[str] | None = None,
+    device: str = "cpu",
+    cpu_workers: int = 1,
+    workers: bool = True,
+    max_bytes: int = MAX_BYTES,
+    max_seqs: int = MAX_SEQS,
+    poll: float = 0.25,
+    nice: int = 5,
+) -> Running:
+    """Start the service (HTTP in a background thread, workers in processes of their own)
+    and return once it listens.
+
+    ``store``: an open store (kept open at ``stop()``), else one in ``data``. ``workers=False``
+    serves without workers (jobs stay queued). Other arguments as :func:`serve`. The workers
+    are started with the ``spawn`` method: a script that calls this needs the
+    ``if __name__ == "__main__":`` guard (notebooks do not).
+
+    >>> with start(data=tmp) as srv:                   # doctest: +SKIP
+    ...     Client(srv.url).submit("family.fasta")
+    """
+    own = store is None
+    if own:
+        from torchmsa.serve.store import Store
+
+        store = Store.open(None, data_dir=data, max_bytes=max_bytes, max_seqs=max_seqs)
+        store.requeue_running()
+    devices = worker_devices(device) if workers else []
+    server, pool, sock = _setup(
+        store, host, port, token, devices, cpu_workers, max_bytes, max_seqs, poll, "warning", nice
+    )
+    return Running(server, pool, sock, store, own)._start()
