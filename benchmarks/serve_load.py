@@ -37,13 +37,6 @@ from benchmarks.harness import REPO, append_rows, markdown_table, run_metadata
 __all__ = ["families", "post_all", "drain", "spawn_server", "stop_server", "percentile"]
 
 _AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
-_SERVE = (
-    "import sys; from torchmsa.cli import VERBS, main\n"
-    "if 'serve' in VERBS: sys.exit(main(['serve', *sys.argv[1:]]))\n"
-    "from torchmsa.cli.common import Parser; from torchmsa.cli import serve\n"
-    "p = Parser(prog='torchmsa'); serve.add_parser(p.add_subparsers())\n"
-    "a = p.parse_args(['serve', *sys.argv[1:]]); sys.exit(a.func(a))"
-)
 
 
 def families(n: int, seqs: int = 4, length: int = 40, seed: int = 0) -> list[str]:
@@ -204,7 +197,7 @@ def spawn_server(data: str | os.PathLike, *args: str, log: str | os.PathLike | N
     """``torchmsa serve --port 0 --data DATA ARGS`` as a subprocess; ``(process, url)`` once
     it listens."""
     err = open(log, "ab") if log is not None else subprocess.DEVNULL
-    cmd = [sys.executable, "-c", _SERVE, "--port", "0", "--data", str(data), *args]
+    cmd = [sys.executable, "-m", "torchmsa", "serve", "--port", "0", "--data", str(data), *args]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),

@@ -127,3 +127,39 @@ def test_cost_split_records_why():
     assert "GPU batch" in placed["big"].reason and "test" in placed["tiny"].reason
     cpu_only = split([("big", 1e9)], CostModel.rule(gpu=False), cpu_lanes=1)
     assert cpu_only["big"].where == "cpu-worker" and "no GPU" in cpu_only["big"].reason
+
+
+def test_align_many_takes_the_cached_first_tree(data):
+    """The tree from the distance cache, handed to align_many, gives torchmsa.align's result;
+    a tree over the wrong leaves is refused with the reason."""
+    seqs = _family(11, 70, 22)  # a family whose NJ and UPGMA alignments differ
+    seqs["dup"] = seqs["s2"]
+    records = read_sequences(io.StringIO(_fasta(seqs)))
+    hashes = [sequence_hash("protein", r.seq) for r in records]
+    st = Store.open(data_dir=data)
+    try:
+        tree, _ = shared_first_tree(st, records, hashes, "protein", "upgma_mafft")
+    finally:
+        st.close()
+    for mode in ("fast", "default"):
+        want = torchmsa.align(records, device="cpu", mode=mode)
+        (got,) = torchmsa.align_many([records], device="cpu", mode=mode, first_trees=[tree])
+        assert got.format("fasta") == want.format("fasta")
+        assert got.tree.newick() == want.tree.newick()
+    st = Store.open(data_dir=data)
+    try:  # the tree handed in is the one used: a NJ tree gives tree="nj"'s alignment
+        nj, stats = shared_first_tree(st, records, hashes, "protein", "nj")
+        assert stats["pairs_cached"] == stats["pairs"]
+    finally:
+        st.close()
+    want = torchmsa.align(records, device="cpu", mode="fast", tree="nj")
+    assert want.format("fasta") != torchmsa.align(records, device="cpu", mode="fast").format(
+        "fasta"
+    )
+    (got,) = torchmsa.align_many([records], device="cpu", mode="fast", first_trees=[nj])
+    assert got.format("fasta") == want.format("fasta")
+    other = torchmsa.build_tree(records[:5], method="upgma_mafft", device="cpu", config=DEFAULT)
+    with pytest.raises(torchmsa.errors.ArgumentError, match="distinct sequences"):
+        torchmsa.align_many([records], device="cpu", mode="fast", first_trees=[other])
+    with pytest.raises(torchmsa.errors.ArgumentError, match="one per input"):
+        torchmsa.align_many([records], device="cpu", mode="fast", first_trees=[tree, tree])

@@ -77,12 +77,19 @@ def align_many(
     progress: bool = False,
     backend: str = "auto",
     reorder: bool = False,
+    first_trees: list | None = None,
 ) -> list[Alignment]:
     """Align many independent sequence sets in shared batches (one result per input).
 
     Every job's tree levels are aligned together, so a level of all jobs is one batched DP
     launch: many small families cost little more than one. Jobs are grouped by alphabet, chosen
     mode, place and matrix offset; arguments as :func:`align`, applied to every job.
+
+    ``first_trees``: one entry per input, ``None`` or the first guide tree already built for
+    it (by :mod:`torchmsa.serve.share` from a distance cache): a :class:`~torchmsa.Tree` over
+    the input's distinct sequences (a repeated sequence once, at its first place), leaf names
+    those sequences' names. It stands in for the tree the job's first-tree method would build;
+    given the same tree the result is the same. Accurate-mode jobs build their own.
     """
     given = tree if is_newick(tree) else None
     config, custom = apply_shortcuts(
@@ -109,6 +116,7 @@ def align_many(
         jobs = prepare_jobs(
             inputs, seqtype, dev, host_small, config=config, policy=policy, budget=budget
         )
+        firsts = _first_trees(first_trees, jobs)
         bar = ProgressBar(progress_steps(jobs), progress)
         results: list = [None] * len(jobs)
         for (_, mode_j, place, offset), idx in group_jobs(jobs).items():
@@ -139,6 +147,7 @@ def align_many(
                     config=config,
                     policy=policy,
                     budget=budget,
+                    trees=[firsts[j] for j in idx],
                 )
             for j, (codes, guide, extra) in zip(idx, done):
                 results[j] = (codes.to(dev), guide, extra)
@@ -319,6 +328,34 @@ def _given(tree, job: Job):
     """``job``'s guide tree from the user's: over its distinct sequences."""
     names = (job.batch if job.copies is None else job.copies.full).names
     return given_job_tree(tree, names, None if job.copies is None else job.copies.first)
+
+
+def _first_trees(trees: list | None, jobs: list[Job]) -> list:
+    """``align_many``'s ``first_trees``, checked against the jobs: one per job, ``None`` or
+    a :class:`~torchmsa.Tree` whose leaves are the job's distinct sequences, in order."""
+    if trees is None:
+        return [None] * len(jobs)
+    trees = list(trees)
+    if len(trees) != len(jobs):
+        raise ArgumentError(
+            f"Invalid value for `first_trees` argument: {len(trees)} trees for {len(jobs)} "
+            "inputs; give one per input (None where the job builds its own)"
+        )
+    for j, (t, job) in enumerate(zip(trees, jobs)):
+        if t is None:
+            continue
+        if not isinstance(t, Tree):
+            raise ArgumentError(
+                f"Invalid value for `first_trees` argument: entry {j} is a "
+                f"{type(t).__name__}; give a torchmsa.Tree or None"
+            )
+        if list(t.names) != list(job.batch.names):
+            raise ArgumentError(
+                f"Invalid value for `first_trees` argument: entry {j}'s {t.n_leaves} leaves are "
+                f"not input {j}'s {len(job.batch)} distinct sequences in order; build it over "
+                "the distinct sequences (a repeated sequence once, at its first place)"
+            )
+    return trees
 
 
 def _checked(obj, cls, name: str):

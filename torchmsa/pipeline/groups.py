@@ -31,21 +31,26 @@ def align_group(
     config: AlignConfig | None = None,
     policy: ExecutionPolicy | None = None,
     budget: MemoryBudget | None = None,
+    trees: list | None = None,
 ) -> list[tuple[torch.Tensor, object, dict]]:
     """Align jobs that share an alphabet and a mode, each under its first-tree method
     (``firsts``); returns (codes, tree, extra metadata) each. ``host_small``: accurate mode's
-    set-aside ends go to the host when small (:func:`~torchmsa.pipeline.accurate.end_block`)."""
+    set-aside ends go to the host when small (:func:`~torchmsa.pipeline.accurate.end_block`).
+    ``trees``: first trees already built (``None`` entries: built here by the method)."""
     config = AlignConfig() if config is None else config
     method = linkage(config.tree.method)
     stage = {"config": config, "policy": policy, "budget": budget}
     if mode == "accurate":
         return accurate_group(batches, scoring, method, impl, bar, host_small, **stage)
     gap = batches[0].alphabet.gap_code
+    given = [None] * len(batches) if trees is None else trees
     trees = [
-        first_tree(b, f, impl, config=config.tree, policy=policy, budget=budget)
-        if len(b) > 1
-        else None
-        for b, f in zip(batches, firsts)
+        None
+        if len(b) < 2
+        else t
+        if t is not None
+        else first_tree(b, f, impl, config=config.tree, policy=policy, budget=budget)
+        for b, f, t in zip(batches, firsts, given)
     ]
     done = progressive_jobs(batches, trees, scoring, impl, bar.step, policy=policy, budget=budget)
     extra: list[dict] = [{} for _ in batches]

@@ -300,19 +300,14 @@ def run_jobs(payloads: list[tuple], device: str, first_trees=None) -> list[Resul
     """Align jobs of one options set as one :func:`torchmsa.align_many` batch on ``device``.
 
     ``payloads``: ``(records, options, alphabet)`` each, one options set and alphabet for all.
-    ``first_trees``: guide trees built from the distance cache, passed where ``align_many``
-    takes them (its ``first_trees`` keyword; ignored where it does not).
+    ``first_trees``: guide trees built from the distance cache (``align_many``'s keyword).
     """
-    import inspect
-
     from torchmsa.pipeline import align_many
 
     records = [p[0] for p in payloads]
     kw = align_kwargs(payloads[0][1], payloads[0][2])
-    if first_trees is not None and "first_trees" in inspect.signature(align_many).parameters:
-        kw["first_trees"] = first_trees
     t0 = time.perf_counter()
-    alns = align_many(records, device=device, **kw)
+    alns = align_many(records, device=device, first_trees=first_trees, **kw)
     seconds = time.perf_counter() - t0
     out = []
     for aln in alns:

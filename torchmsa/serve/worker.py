@@ -5,8 +5,8 @@
 1. completes at once the jobs whose alignment is stored (placement ``"cache"``), and runs
    identical jobs (one job key) once, completing them all from the one result;
 2. builds each job's first guide tree from the store's distance cache
-   (:mod:`torchmsa.serve.share`) where ``torchmsa.align_many`` takes such trees (its
-   ``first_trees`` keyword; ``share_trees="auto"``);
+   (:mod:`torchmsa.serve.share`) and hands it to ``torchmsa.align_many`` (its
+   ``first_trees`` keyword), which then builds no tree of its own;
 3. splits the rest with the cost model (:mod:`torchmsa.serve.costs`): GPU-worthy jobs run as
    one ``torchmsa.align_many`` batch per options set on the device, in this thread, while the
    small ones run on CPU worker processes (a ``ProcessPoolExecutor`` with the spawn context,
@@ -50,14 +50,6 @@ def watch_parent(parent: int, every: float = PARENT_CHECK_S) -> None:
     threading.Thread(target=loop, name="torchmsa-parent-watch", daemon=True).start()
 
 
-def _hook_available() -> bool:
-    import inspect
-
-    from torchmsa.pipeline import align_many
-
-    return "first_trees" in inspect.signature(align_many).parameters
-
-
 class Worker:
     """Runs a store's queued jobs (see the module docstring).
 
@@ -70,9 +62,8 @@ class Worker:
         max_batch: jobs claimed at most per :meth:`run_once`.
         costs: a :class:`~torchmsa.serve.costs.CostModel` (default: measured at the first
             run on a GPU, the fitted rule on a CPU-only host).
-        share_trees: build first trees from the distance cache: ``"auto"`` (where
-            ``align_many`` takes them), ``True`` (always; the trees only fill the cache when
-            ``align_many`` cannot take them) or ``False``.
+        share_trees: build k-mer first trees from the distance cache (``False``: each job
+            builds its own, and the cache is not filled).
     """
 
     def __init__(
@@ -85,7 +76,7 @@ class Worker:
         name: str | None = None,
         max_batch: int = 64,
         costs: CostModel | None = None,
-        share_trees="auto",
+        share_trees: bool = True,
     ):
         from torchmsa.ops.backend import resolve_device
 
@@ -97,8 +88,7 @@ class Worker:
         self.name = name or f"{socket.gethostname()}/{os.getpid()}/{self.device}"
         self.max_batch = max_batch
         self.costs = costs
-        self.hook = _hook_available()
-        self.share_trees = self.hook if share_trees == "auto" else bool(share_trees)
+        self.share_trees = bool(share_trees)
         self._pool: cf.ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -214,9 +204,9 @@ class Worker:
         t0 = time.perf_counter()
         hashes = self.store.hashes(w.lead.id)
         tree, stats = shared_first_tree(self.store, w.records, hashes, w.alphabet, method)
-        w.tree = tree if self.hook else None
+        w.tree = tree
         w.shared.update(stats)
-        w.shared["tree_from_cache"] = self.hook
+        w.shared["tree_from_cache"] = tree is not None
         w.timings["first_tree"] = time.perf_counter() - t0
 
     def _batch(self, group: list, device: str) -> int:
