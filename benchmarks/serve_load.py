@@ -200,7 +200,9 @@ def spawn_server(data: str | os.PathLike, *args: str, log: str | os.PathLike | N
     cmd = [sys.executable, "-m", "torchmsa", "serve", "--port", "0", "--data", str(data), *args]
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        # the checkout last: an installed torchmsa (its _triton package mapped from
+        # triton_kernels/) comes first
+        "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO)])),
     }
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
     if log is not None:
@@ -212,7 +214,8 @@ def spawn_server(data: str | os.PathLike, *args: str, log: str | os.PathLike | N
     if not line or "http://" not in line[0]:
         proc.kill()
         proc.wait()
-        raise RuntimeError(f"torchmsa serve did not start (exit {proc.returncode}): {line}")
+        tail = Path(log).read_text(errors="replace")[-2000:] if log is not None else ""
+        raise RuntimeError(f"torchmsa serve did not start (exit {proc.returncode}): {line}\n{tail}")
     url = line[0].split("serving on ", 1)[1].split()[0]
     return proc, url
 

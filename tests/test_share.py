@@ -163,3 +163,19 @@ def test_align_many_takes_the_cached_first_tree(data):
         torchmsa.align_many([records], device="cpu", mode="fast", first_trees=[other])
     with pytest.raises(torchmsa.errors.ArgumentError, match="one per input"):
         torchmsa.align_many([records], device="cpu", mode="fast", first_trees=[tree, tree])
+
+
+def test_worker_warm_up_starts_the_cpu_processes(data):
+    st = Store.open(data_dir=data)
+    worker = Worker(st, device="cpu", cpu_workers=1)
+    try:
+        assert worker.warm_up() > 0
+        assert worker._pool is not None and worker.costs is not None
+        seqs = _family(5, 40, 31)
+        job = st.submit(_fasta(seqs), {"mode": "fast"}, owner="u").id
+        assert worker.run_once() == 1
+        want = torchmsa.align(seqs, device="cpu", mode="fast")
+        assert st.result(job, "fasta", "u") == want.format("fasta")
+    finally:
+        worker.close()
+        st.close()

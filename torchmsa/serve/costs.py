@@ -2,8 +2,10 @@
 
 GMSA's pre-computation (seed 004, its Algorithm 2) times a few small alignments on each
 device before it splits work between them. :meth:`CostModel.measure` does the same: two
-synthetic families (16 x 120 and 48 x 200 residues, default mode) aligned on the host and on
-the GPU after a warm-up, each device's time fitted as ``a + b * cells`` with
+synthetic families (16 x 120 and 64 x 300 residues, default mode) aligned on the host (with
+the threads one CPU worker process gets) and on the GPU, each once untimed first (Triton
+compiles and numba loads for both shapes stay out of the fit), each device's time fitted as
+``a + b * cells`` with
 ``cells = mode factor x N x L^2`` (accurate mode: pairs x L^2, its all-pairs local
 alignments). :meth:`CostModel.rule` is the fitted fallback (no measurement, or a CPU-only
 machine). :func:`split` then assigns jobs, largest first, to the side that would finish them
@@ -43,21 +45,27 @@ class CostModel:
         return cls((0.05, 4.4e-8), (0.3, 2.2e-9) if gpu else None, "fitted N*L^2 rule")
 
     @classmethod
-    def measure(cls, device: str) -> CostModel:
-        """Time two small families on the host and on ``device`` (a CUDA device) and fit."""
+    def measure(cls, device: str, cpu_threads: int | None = None) -> CostModel:
+        """Time two small families on the host (``cpu_threads`` threads: one CPU worker
+        process's share) and on ``device`` (a CUDA device), and fit."""
+        from torchmsa.config import ExecutionPolicy
         from torchmsa.pipeline import align
 
-        fams = [_family(16, 120, 1), _family(48, 200, 2)]
+        fams = [_family(16, 120, 1), _family(64, 300, 2)]
         sizes = [cells(len(f), max(len(s) for s in f), "default") for f in fams]
         fits = {}
         for kind, dev in (("cpu", "cpu"), ("gpu", device)):
             if dev == "cpu" and kind == "gpu":
                 continue
-            align(fams[0], device=dev, mode="default", backend="cpu" if dev == "cpu" else "auto")
+            policy = ExecutionPolicy(threads=cpu_threads if kind == "cpu" else None)
+            backend = "cpu" if dev == "cpu" else "auto"
+            for fam in fams:  # compiles and loads, untimed
+                align(fam, device=dev, mode="default", backend=backend, policy=policy)
             times = []
             for fam in fams:
+                _sync(dev)
                 t0 = time.perf_counter()
-                align(fam, device=dev, mode="default", backend="cpu" if dev == "cpu" else "auto")
+                align(fam, device=dev, mode="default", backend=backend, policy=policy)
                 _sync(dev)
                 times.append(time.perf_counter() - t0)
             b = max(1e-12, (times[1] - times[0]) / (sizes[1] - sizes[0]))

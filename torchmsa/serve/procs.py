@@ -66,6 +66,7 @@ def worker_main(spec: dict, stop, wake) -> None:
         name=spec["name"],
     )
     try:
+        worker.warm_up()  # the cost model and warm CPU processes before the first job
         while not stop.is_set():
             wake.clear()
             if worker.run_once() == 0:

@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 
+from torchmsa.records import Record
 from torchmsa.serve.costs import CostModel, cells, split
 from torchmsa.serve.jobs import align_kwargs, run_job, run_jobs
 from torchmsa.serve.share import shared_first_tree, tree_method
@@ -33,6 +34,7 @@ from torchmsa.serve.share import shared_first_tree, tree_method
 __all__ = ["Worker", "watch_parent"]
 
 PARENT_CHECK_S = 0.25
+_TINY = ("MKVLAAGIVALLLAAGCSSAKEE", "MKVLSAGLVALLLSAGCSSAKDE", "MRVLAAGIVALLAGCSSAKEE")
 
 
 def watch_parent(parent: int, every: float = PARENT_CHECK_S) -> None:
@@ -101,9 +103,32 @@ class Worker:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
+    def warm_up(self) -> float:
+        """Get ready before the first job comes: measure the cost model (on a GPU), start
+        the CPU worker processes and have each align a tiny family (imports, numba's
+        compiled code). Seconds taken. :meth:`run_once` does what is left undone."""
+        t0 = time.perf_counter()
+        self._model()
+        if self.cpu_workers:
+            pool = self._cpu_pool()
+            tiny = [Record(f"w{i}", f"w{i}", s) for i, s in enumerate(_TINY)]
+            payload = (tiny, {"mode": "default"}, "protein", None)
+            futures = [pool.submit(run_job, payload, 1) for _ in range(self.cpu_workers)]
+            for fut in futures:
+                fut.result()
+        return time.perf_counter() - t0
+
+    def _threads(self) -> int:
+        """Threads of one CPU worker process."""
+        return max(1, (os.cpu_count() or 1) // max(1, self.cpu_workers))
+
     def _model(self) -> CostModel:
         if self.costs is None:
-            self.costs = CostModel.measure(self.device) if self.gpu else CostModel.rule()
+            self.costs = (
+                CostModel.measure(self.device, cpu_threads=self._threads())
+                if self.gpu
+                else CostModel.rule()
+            )
         return self.costs
 
     def _cpu_pool(self) -> cf.ProcessPoolExecutor:
@@ -180,7 +205,7 @@ class Worker:
         futures = {}
         if cpu and self.cpu_workers:
             pool = self._cpu_pool()
-            threads = max(1, (os.cpu_count() or 1) // self.cpu_workers)
+            threads = self._threads()
             for w in cpu:
                 futures[pool.submit(run_job, w.payload(), threads)] = w
         if gpu:
