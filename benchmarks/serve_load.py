@@ -3,7 +3,9 @@
     python -m benchmarks.serve_load [--quick] [--n 200] [--concurrency 200] [--rate 0]
         [--seqs 4] [--length 40] [--mode fast] [--url URL] [--device auto] [--out DIR]
 
-Starts ``torchmsa serve --port 0`` on a fresh store in a temporary folder (or uses ``--url``),
+Starts ``torchmsa serve --port 0`` on a fresh store in a temporary folder (or uses ``--url``)
+and, unless ``--cold``, sends one job through it first (``warmup_s``: a running server's
+state, its worker warmed up and kernels compiled),
 sends ``--n`` distinct small families (``--seqs`` random proteins of ``--length`` residues
 each, ~20% mutated from one ancestor per job) from one asyncio loop over ``--concurrency``
 connections opened beforehand (a small HTTP/1.1 client of its own: httpx's pool is slow at
@@ -193,6 +195,21 @@ def drain(url: str, ids: list[str], *, user: str = "load", timeout: float = 300.
             time.sleep(0.1)
 
 
+def warm_up(url: str, mode: str, timeout: float) -> float:
+    """Seconds for one small job to go through the server (a running server's state: its
+    worker warmed up, kernels compiled), submitted as another user."""
+    import httpx
+
+    t0 = time.perf_counter()
+    body = families(1, 4, 40, seed=99)[0]
+    with httpx.Client(base_url=url, headers={"X-TorchMSA-User": "warmup"}, timeout=60.0) as h:
+        job = h.post("/jobs", content=body, params={"mode": mode}).json()["id"]
+    result = drain(url, [job], user="warmup", timeout=timeout)
+    if result["states"].get(job) != "done":
+        raise RuntimeError(f"the warm-up job did not finish: {result['states'].get(job)}")
+    return time.perf_counter() - t0
+
+
 def spawn_server(data: str | os.PathLike, *args: str, log: str | os.PathLike | None = None):
     """``torchmsa serve --port 0 --data DATA ARGS`` as a subprocess; ``(process, url)`` once
     it listens."""
@@ -246,6 +263,11 @@ def main(argv=None) -> int:
     p.add_argument("--url", help="an already running server (else one is started)")
     p.add_argument("--device", default="auto", help="the started server's --device")
     p.add_argument("--deadline", type=float, default=300.0)
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="start the load at once (default: after one job has gone through the server)",
+    )
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     n = 100 if args.quick else args.n
@@ -256,6 +278,7 @@ def main(argv=None) -> int:
         if url is None:
             proc, url = spawn_server(tmp, "--device", args.device, log=Path(tmp) / "server.log")
         try:
+            warmup = None if args.cold else warm_up(url, args.mode, args.deadline)
             t0 = time.perf_counter()
             posted = post_all(
                 url,
@@ -292,6 +315,7 @@ def main(argv=None) -> int:
         "post_max_ms": 1e3 * max(lat, default=float("nan")),
         "post_wall_s": post_s,
         "drain_s": result["seconds"],
+        "warmup_s": warmup,
         "errors": "; ".join(errors)[:300],
     }
     print(markdown_table([row]))

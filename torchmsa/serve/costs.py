@@ -2,7 +2,7 @@
 
 GMSA's pre-computation (seed 004, its Algorithm 2) times a few small alignments on each
 device before it splits work between them. :meth:`CostModel.measure` does the same: two
-synthetic families (16 x 120 and 64 x 300 residues, default mode) aligned on the host (with
+synthetic families (16 x 120 and 128 x 400 residues, default mode) aligned on the host (with
 the threads one CPU worker process gets) and on the GPU, each once untimed first (Triton
 compiles and numba loads for both shapes stay out of the fit), each device's time fitted as
 ``a + b * cells`` with
@@ -51,7 +51,7 @@ class CostModel:
         from torchmsa.config import ExecutionPolicy
         from torchmsa.pipeline import align
 
-        fams = [_family(16, 120, 1), _family(64, 300, 2)]
+        fams = [_family(16, 120, 1), _family(128, 400, 2)]
         sizes = [cells(len(f), max(len(s) for s in f), "default") for f in fams]
         fits = {}
         for kind, dev in (("cpu", "cpu"), ("gpu", device)):
