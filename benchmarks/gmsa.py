@@ -3,7 +3,8 @@ run one by one as fresh ``torchmsa align`` processes, and against Clustal Omega 
 
     python -m benchmarks.gmsa [--quick] [--users 2,4,8,16,32] [--n 300] [--length 498]
         [--similarity 0.9] [--device auto] [--cpu-workers 1] [--threads N]
-        [--sample 4] [--clustalo-sample 1] [--no-clustalo] [--mode auto] [--out DIR]
+        [--sample 4] [--clustalo-sample 1] [--no-clustalo] [--clustalo-once]
+        [--share-distances] [--mode auto] [--out DIR]
 
 Workload (``benchmarks/tools/gmsa_workload.py``): U users, each ``--n`` proteins of about
 ``--length`` residues, ``--similarity`` of each user's set shared with the others (GMSA's
@@ -21,7 +22,8 @@ definition: the share of identical sequences). Per U:
   times U (``jobs_measured`` says how many ran). The first sampled job's output is compared
   with the worker's result for that job (``identical``).
 * ``clustalo``: ``clustalo -i FILE --threads T`` per job, ``--clustalo-sample`` of them, the
-  same extrapolation.
+  same extrapolation; with ``--clustalo-once`` only at the first U (``jobs_measured`` 0 at
+  later U, which use its per-job mean: every job has the same size).
 
 ``--threads`` (default: all cores) is given to Clustal Omega and to the torchmsa processes
 (``NUMBA_NUM_THREADS``, ``OMP_NUM_THREADS``). ``--quick``: U = 2, 4 with 30 sequences of 120
@@ -71,7 +73,12 @@ def shared(files: list[Path], args, workdir: Path) -> tuple[list[dict], dict]:
     from torchmsa.serve import Store, Worker
 
     store = Store.open(None, data_dir=workdir / "store")
-    worker = Worker(store, device=args.device, cpu_workers=args.cpu_workers)
+    worker = Worker(
+        store,
+        device=args.device,
+        cpu_workers=args.cpu_workers,
+        share_trees=args.share_distances,
+    )
     options = {} if args.mode == "auto" else {"mode": args.mode}
     try:
         warmup = worker.warm_up()  # what `torchmsa serve` does at start
@@ -149,10 +156,13 @@ def per_job(files: list[Path], args, workdir: Path, texts: dict) -> dict:
     }
 
 
-def clustalo(files: list[Path], args, workdir: Path) -> dict | None:
+def clustalo(files: list[Path], args, workdir: Path, known: float | None = None) -> dict | None:
     exe = shutil.which("clustalo")
     if exe is None or args.no_clustalo:
         return None
+    if known is not None and args.clustalo_once:  # every job has the same size
+        wall = known * len(files)
+        return {"tool": "clustalo", "jobs_measured": 0, "wall_s": wall, "job_s": known}
     sample = files[: max(1, args.clustalo_sample)]
     seconds = []
     for f in sample:
@@ -184,6 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample", type=int, default=4, help="per-job torchmsa runs per U")
     p.add_argument("--clustalo-sample", type=int, default=1, help="clustalo runs per U")
     p.add_argument("--no-clustalo", action="store_true")
+    p.add_argument(
+        "--clustalo-once",
+        action="store_true",
+        help="time Clustal Omega at the first U only; later U use its per-job mean",
+    )
+    p.add_argument(
+        "--share-distances",
+        action="store_true",
+        help="first trees from the store's distance cache (Worker(share_trees=True))",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -193,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     meta = run_metadata(args.device)
+    per_job_s = None  # Clustal Omega's measured mean, reused with --clustalo-once
     for users in [int(u) for u in args.users.split(",")]:
         with tempfile.TemporaryDirectory(prefix="gmsa-") as tmp:
             work = Path(tmp)
@@ -204,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
                 files[-1].write_text(fasta(seqs))
             found, texts = shared(files, args, work)
             found.append(per_job(files, args, work, texts))
-            peer = clustalo(files, args, work)
+            peer = clustalo(files, args, work, per_job_s)
+            if peer is not None and peer["jobs_measured"]:
+                per_job_s = peer["job_s"]
             if peer is not None:
                 found.append(peer)
         base = {r["tool"]: r["wall_s"] for r in found}

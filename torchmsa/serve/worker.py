@@ -4,9 +4,10 @@
 
 1. completes at once the jobs whose alignment is stored (placement ``"cache"``), and runs
    identical jobs (one job key) once, completing them all from the one result;
-2. builds each job's first guide tree from the store's distance cache
+2. with ``share_trees``, builds each job's first guide tree from the store's distance cache
    (:mod:`torchmsa.serve.share`) and hands it to ``torchmsa.align_many`` (its
-   ``first_trees`` keyword), which then builds no tree of its own;
+   ``first_trees`` keyword), which then builds no tree of its own (off by default: decision
+   0036, the cache's lookups cost more than the 6-mer distances they save);
 3. splits the rest with the cost model (:mod:`torchmsa.serve.costs`): GPU-worthy jobs run as
    one ``torchmsa.align_many`` batch per options set on the device, in this thread, while the
    small ones run on CPU worker processes (a ``ProcessPoolExecutor`` with the spawn context,
@@ -64,8 +65,9 @@ class Worker:
         max_batch: jobs claimed at most per :meth:`run_once`.
         costs: a :class:`~torchmsa.serve.costs.CostModel` (default: measured at the first
             run on a GPU, the fitted rule on a CPU-only host).
-        share_trees: build k-mer first trees from the distance cache (``False``: each job
-            builds its own, and the cache is not filled).
+        share_trees: build k-mer first trees from the store's distance cache (default
+            ``False``: each job builds its own and the cache is not filled; see decision
+            0036 for why).
     """
 
     def __init__(
@@ -78,7 +80,7 @@ class Worker:
         name: str | None = None,
         max_batch: int = 64,
         costs: CostModel | None = None,
-        share_trees: bool = True,
+        share_trees: bool = False,
     ):
         from torchmsa.ops.backend import resolve_device
 
