@@ -177,7 +177,7 @@ def test_stop_past_the_grace_period_queues_the_running_job_again(tmp_path):
     from torchmsa.serve.server import start
     from torchmsa.serve.store import Store
 
-    (body,) = families(1, seqs=40, length=300, seed=6)
+    (body,) = families(1, seqs=200, length=400, seed=6)  # runs for seconds
     store = Store.open(None, data_dir=tmp_path / "data")
     try:
         srv = start(store, device="cpu")

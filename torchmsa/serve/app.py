@@ -40,6 +40,7 @@ from starlette.exceptions import HTTPException
 
 from torchmsa.errors import TorchMSAError
 from torchmsa.serve.body import ApiError, parse_options, read_limited, replayed, submission_text
+from torchmsa.serve.commit import GroupCommit
 from torchmsa.serve.jobs import JobNotDone, JobNotFound, LimitError
 from torchmsa.serve.page import docs_page, main_page
 
@@ -56,6 +57,7 @@ RESULT_FORMATS = {
     "newick": "nwk",
 }
 _STATES = ("queued", "running", "done", "failed")
+_INLINE_BYTES = 1 << 16  # a submission this small is checked on the event loop
 _CSP = (
     "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data: blob:; frame-src 'self' blob:; connect-src 'self'; object-src 'none'"
@@ -115,6 +117,7 @@ def create_app(
     from torchmsa import __version__
 
     tokens = [token] if isinstance(token, str) else list(token or [])
+    commits = GroupCommit(store)
     app = FastAPI(
         title="torchmsa serve",
         version=__version__,
@@ -214,7 +217,11 @@ def create_app(
             data = body
         text = submission_text(data, max_bytes, max_seqs)
         options = parse_options(pairs)
-        info = await run_in_threadpool(store.submit, text, options, owner)
+        if len(text) < _INLINE_BYTES:  # small: checked here, on the event loop
+            staged = store.staged(text, options, owner)
+        else:
+            staged = await run_in_threadpool(store.staged, text, options, owner)
+        info = await commits.submit(staged)
         if notify is not None and info.state == "queued":
             notify()
         return JSONResponse(_job_json(info), 201, headers={"Location": f"/jobs/{info.id}"})

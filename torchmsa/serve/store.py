@@ -27,6 +27,7 @@ import threading
 import time
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import delete, insert, select, update
 
@@ -38,12 +39,20 @@ from torchmsa.serve.jobinfo import JobInfo, info_from_row, info_of_row
 from torchmsa.serve.jobs import JobNotDone, JobNotFound, Result, options_json, prepare
 from torchmsa.serve.schema import SCHEMA_VERSION, inputs, jobs, meta, metadata
 
-__all__ = ["JobInfo", "Store", "STATES", "default_data_dir"]
+__all__ = ["JobInfo", "Staged", "Store", "STATES", "default_data_dir"]
 
 STATES = ("queued", "running", "done", "failed", "deleted")
 MAX_BYTES = 64 << 20
 MAX_SEQS = 50_000
 EVICT_EVERY_S = 2.0  # the least time between two evictions after complete()
+
+
+class Staged(NamedTuple):
+    """A job checked and ready to insert (:meth:`Store.staged`)."""
+
+    row: dict
+    stored: dict  # its ``inputs`` row
+    t0: float  # when its checks began (a cached job's ``timings["total"]``)
 
 
 class Store:
@@ -123,26 +132,25 @@ class Store:
 
     def submit(self, fasta: str, options: dict | None = None, owner: str | None = None) -> JobInfo:
         """Check and persist a job (and its input) before returning it; a job whose
-        alignment is stored already comes back done.
+        alignment is stored already comes back done (:meth:`staged`, then :meth:`insert`)."""
+        return self.insert([self.staged(fasta, options, owner)])[0]
 
-        Lean on purpose (it is what ``POST /jobs`` waits for): the checks of
-        :func:`~torchmsa.serve.jobs.prepare` (options checked once per options set), then one
-        short transaction that touches the stored alignment if there is one (one ``UPDATE``
-        says whether it exists) and inserts the job and its input; the returned
-        :class:`JobInfo` is built from the row written, not read back."""
+    def staged(self, fasta: str, options: dict | None = None, owner: str | None = None) -> Staged:
+        """A job checked and ready to insert, nothing written: the checks of
+        :func:`~torchmsa.serve.jobs.prepare` (options checked once per options set), its row
+        and its compressed input. Raises as :meth:`submit` does."""
         t0 = time.perf_counter()
         prep = prepare(fasta, options, max_bytes=self.max_bytes, max_seqs=self.max_seqs)
         names = [r.name for r in prep.records]
         descs = [r.description for r in prep.records]
         resid = [r.seq for r in prep.records]
         records = zlib.compress(json.dumps([names, descs, resid]).encode(), 1)
-        now = time.time()
         job_id = secrets.token_urlsafe(16)
         row = {
             "id": job_id,
             "owner": owner,
             "state": "queued",
-            "created": now,
+            "created": time.time(),
             "started": None,
             "finished": None,
             "n_seqs": len(prep.records),
@@ -159,22 +167,36 @@ class Store:
             "alphabet": prep.alphabet,
             "input_bytes": len(fasta.encode("utf-8")),
         }
-        hashes = "\n".join(prep.hashes).encode()
+        stored = {"job_id": job_id, "records": records, "hashes": "\n".join(prep.hashes).encode()}
+        return Staged(row, stored, t0)
+
+    def insert(self, staged: list[Staged]) -> list[JobInfo]:
+        """Persist staged jobs in one short transaction (group commit: ``POST /jobs`` requests
+        that arrive together share it): each touches its stored alignment if there is one
+        (one ``UPDATE`` says whether it exists, and the job is then done at once) and is
+        inserted with its input. The :class:`JobInfo` are built from the rows written."""
+        if not staged:
+            return []
         with self.transaction() as conn:
-            if cache.touch_result(conn, prep.key, now):
-                row.update(
-                    state="done",
-                    started=now,
-                    finished=now,
-                    progress=1.0,
-                    timings=json.dumps({"total": time.perf_counter() - t0}),
-                    shared=json.dumps({"alignment": True}),
-                    placement="cache",
-                    placement_reason="the same sequences and options were aligned before",
-                )
-            conn.execute(insert(jobs), [row])
-            conn.execute(insert(inputs), [{"job_id": job_id, "records": records, "hashes": hashes}])
-        return info_of_row(row)
+            now = time.time()
+            rows = []
+            for st in staged:
+                row = dict(st.row)
+                if cache.touch_result(conn, row["job_key"], now):
+                    row.update(
+                        state="done",
+                        started=now,
+                        finished=now,
+                        progress=1.0,
+                        timings=json.dumps({"total": time.perf_counter() - st.t0}),
+                        shared=json.dumps({"alignment": True}),
+                        placement="cache",
+                        placement_reason="the same sequences and options were aligned before",
+                    )
+                rows.append(row)
+            conn.execute(insert(jobs), rows)
+            conn.execute(insert(inputs), [st.stored for st in staged])
+        return [info_of_row(row) for row in rows]
 
     def job(self, job_id: str, owner: str | None = None) -> JobInfo | None:
         """The job, or ``None`` when there is none of that id for ``owner``."""
