@@ -176,7 +176,7 @@ def detect_seqtype(seqs: list[str]) -> Alphabet:
     """
     text = "".join(seqs).upper().encode("ascii", "replace")
     hist = np.bincount(np.frombuffer(text, dtype=np.uint8), minlength=256)
-    letters = {chr(c): int(n) for c, n in enumerate(hist) if n and chr(c) not in GAP_CHARS}
+    letters = {chr(c): int(hist[c]) for c in np.flatnonzero(hist) if chr(c) not in GAP_CHARS}
     total = sum(letters.values())
     if total == 0 or not set(letters) <= _NUC_DETECT:
         return PROTEIN
