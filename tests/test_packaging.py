@@ -32,3 +32,23 @@ def test_asset_folders_are_package_data():
     for assets in (ROOT / "torchmsa").rglob("assets"):
         package = ".".join(assets.parent.relative_to(ROOT).parts)
         assert "assets/*" in package_data.get(package, []), package
+
+
+def test_the_command_line_starts_without_the_server_stack():
+    """Building the CLI (every verb's options) imports none of the server's, client's or
+    viewer's libraries: `torchmsa align` does not pay for FastAPI, SQLAlchemy or Pillow."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from torchmsa.cli import build_parser\n"
+        "build_parser()\n"
+        "heavy = ('fastapi', 'starlette', 'uvicorn', 'sqlalchemy', 'httpx', 'PIL', 'selenium',"
+        " 'psycopg')\n"
+        "print(' '.join(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == ""

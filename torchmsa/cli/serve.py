@@ -12,7 +12,7 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub) -> None:
-    from torchmsa.serve.app import MAX_BYTES, MAX_SEQS
+    from torchmsa.serve.limits import MAX_BYTES, MAX_SEQS
 
     p = sub.add_parser(
         "serve",

@@ -42,12 +42,11 @@ from torchmsa.errors import TorchMSAError
 from torchmsa.serve.body import ApiError, parse_options, read_limited, replayed, submission_text
 from torchmsa.serve.commit import GroupCommit
 from torchmsa.serve.jobs import JobNotDone, JobNotFound, LimitError
+from torchmsa.serve.limits import MAX_BYTES, MAX_SEQS
 from torchmsa.serve.page import docs_page, main_page
 
 __all__ = ["create_app", "MAX_BYTES", "MAX_SEQS", "RESULT_FORMATS", "owner_of"]
 
-MAX_BYTES = 64 << 20  # one request's body
-MAX_SEQS = 50_000  # sequences in one job
 RESULT_FORMATS = {
     "fasta": "fasta",
     "clustal": "aln",

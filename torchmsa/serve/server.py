@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 
 import uvicorn
 
-from torchmsa.serve.app import MAX_BYTES, MAX_SEQS, create_app
+from torchmsa.serve.app import create_app
+from torchmsa.serve.limits import MAX_BYTES, MAX_SEQS
 from torchmsa.serve.procs import WorkerProcesses
 
 __all__ = ["serve", "start", "Running", "worker_devices"]

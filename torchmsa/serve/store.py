@@ -37,13 +37,12 @@ from torchmsa.serve import cache
 from torchmsa.serve.engine import READ, default_data_dir, make_engine, write_lock
 from torchmsa.serve.jobinfo import JobInfo, info_from_row, info_of_row
 from torchmsa.serve.jobs import JobNotDone, JobNotFound, Result, options_json, prepare
+from torchmsa.serve.limits import MAX_BYTES, MAX_SEQS
 from torchmsa.serve.schema import SCHEMA_VERSION, inputs, jobs, meta, metadata
 
 __all__ = ["JobInfo", "Staged", "Store", "STATES", "default_data_dir"]
 
 STATES = ("queued", "running", "done", "failed", "deleted")
-MAX_BYTES = 64 << 20
-MAX_SEQS = 50_000
 EVICT_EVERY_S = 2.0  # the least time between two evictions after complete()
 
 
