@@ -185,3 +185,21 @@ def test_eviction_keeps_live_results(url):
         assert st.stats()["cache_bytes"]["results"] == 0
     finally:
         st.close()
+
+
+def test_requeue_by_host_leaves_other_hosts_jobs_running(tmp_path):
+    """Several hosts share a PostgreSQL store: a starting server puts back only its own host's
+    running jobs (the others' workers may still hold theirs)."""
+    store = Store.open(None, data_dir=tmp_path)
+    try:
+        ids = [store.submit(f">a\nMKV{'L' * k}\n>b\nMRV\n", {"mode": "fast"}).id for k in range(4)]
+        mine = [j.id for j in store.claim("hostA/11/cpu", 2)]
+        theirs = [j.id for j in store.claim("hostB/22/cpu", 2)]
+        assert sorted(mine + theirs) == sorted(ids)
+        assert store.requeue_running(host="hostA") == 2
+        assert {store.job(i).state for i in mine} == {"queued"}
+        assert {store.job(i).state for i in theirs} == {"running"}
+        assert store.requeue_running(host="host") == 0  # a name prefix is not a host
+        assert store.requeue_at_start() == 2  # SQLite: one host, every running job
+    finally:
+        store.close()

@@ -143,7 +143,7 @@ def run(args) -> int:
     failed, done, skipped = [], 0, 0
     t0 = time.perf_counter()
     try:
-        store.requeue_running()
+        store.requeue_at_start()
         pending: dict[str, tuple[Path, Path]] = {}
         for src in files:
             out = output_path(src, args.outdir, args.format)

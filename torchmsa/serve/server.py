@@ -153,7 +153,7 @@ def serve(
         db, data_dir=data, cap_bytes=cap_bytes, max_bytes=max_bytes, max_seqs=max_seqs
     )
     try:
-        requeued = store.requeue_running()
+        requeued = store.requeue_at_start()
         server, pool, sock = _setup(
             store, host, port, token, worker_devices(device), cpu_workers, max_bytes, max_seqs,
             poll, log_level, nice,
@@ -254,7 +254,7 @@ def start(
         from torchmsa.serve.store import Store
 
         store = Store.open(None, data_dir=data, max_bytes=max_bytes, max_seqs=max_seqs)
-        store.requeue_running()
+        store.requeue_at_start()
     devices = worker_devices(device) if workers else []
     server, pool, sock = _setup(
         store, host, port, token, devices, cpu_workers, max_bytes, max_seqs, poll, "warning", nice

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import socket
 import threading
 import time
 import zlib
@@ -402,18 +403,29 @@ class Store:
                 .values(state="failed", finished=time.time(), error=" ".join(str(error).split()))
             )
 
-    def requeue_running(self, worker: str | None = None) -> int:
-        """Put the running jobs back in the queue: every one (at start-up, after a killed
-        server), or ``worker``'s (a worker process that died or was stopped)."""
+    def requeue_running(self, worker: str | None = None, host: str | None = None) -> int:
+        """Put the running jobs back in the queue: every one, ``worker``'s (a worker process
+        that died or was stopped), or those of the workers on ``host`` (their names start
+        with ``host/``)."""
         where = jobs.c.state == "running"
         if worker is not None:
             where = where & (jobs.c.worker == worker)
+        if host is not None:
+            where = where & jobs.c.worker.startswith(f"{host}/", autoescape=True)
         with self.transaction() as conn:
             return conn.execute(
                 update(jobs)
                 .where(where)
                 .values(state="queued", started=None, worker=None, progress=0.0)
             ).rowcount
+
+    def requeue_at_start(self) -> int:
+        """What a starting server or ``torchmsa batch`` puts back in the queue: on SQLite (one
+        host) every running job, which a killed predecessor held; on PostgreSQL only this
+        host's, since other hosts' workers may still be running theirs."""
+        if self.url.startswith("sqlite"):
+            return self.requeue_running()
+        return self.requeue_running(host=socket.gethostname())
 
     # ---- caches ------------------------------------------------------------------------------
 
