@@ -38,14 +38,14 @@ from torchmsa.errors import ArgumentError
 from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.pipeline.accurate import library, local_scoring
 from torchmsa.pipeline.dedupe import restore, restore_tree
-from torchmsa.pipeline.groups import align_group
+from torchmsa.pipeline.groups import align_group, along_tree
 from torchmsa.pipeline.jobs import Job, group_jobs, prepare_jobs, progress_steps
 from torchmsa.pipeline.modes import linkage
 from torchmsa.pipeline.placement import thread_cap
 from torchmsa.pipeline.progress import ProgressBar
 from torchmsa.pipeline.scoring import SCORE_SCALE, job_offset, profile_scoring
 from torchmsa.pipeline.shortcuts import apply_shortcuts
-from torchmsa.pipeline.trees import along_tree, first_tree, given_job_tree, is_newick, tree_order
+from torchmsa.pipeline.trees import first_tree, given_job_tree, is_newick, tree_order
 from torchmsa.tree import Tree
 from torchmsa.tree import build_tree as tree_of_distances
 

@@ -16,7 +16,7 @@ from torchmsa.progressive import Forest, ResidueTable, progressive_align
 from torchmsa.refine import refine
 from torchmsa.sequences import SequenceBatch
 
-__all__ = ["align_group", "progressive_jobs"]
+__all__ = ["align_group", "along_tree", "progressive_jobs", "refine_jobs"]
 
 
 def align_group(
@@ -74,24 +74,56 @@ def align_group(
         for j, t, r in zip(again, retrees, redone):
             trees[j], done[j] = t, r
     rounds = config.refine.rounds_default if mode == "default" else 0
-    if rounds:
-        for j, (b, t) in enumerate(zip(batches, trees)):
-            if t is not None and len(b) <= config.refine.max_n:
-                codes, applied = refine(
-                    done[j][0],
-                    t,
-                    done[j][1],
-                    scoring,
-                    gap,
-                    rounds,
-                    impl,
-                    config=config.refine,
-                    policy=policy,
-                    budget=budget,
-                )
-                done[j] = (codes, done[j][1])
-                extra[j]["refined_edges"] = applied
+    refine_jobs(done, batches, trees, extra, scoring, rounds, impl, config, policy, budget)
     return [(codes, tree, e) for (codes, _), tree, e in zip(done, trees, extra)]
+
+
+def along_tree(
+    batches: list[SequenceBatch],
+    trees: list,
+    mode: str,
+    scoring,
+    impl: str,
+    progress,
+    *,
+    config: AlignConfig | None = None,
+    policy: ExecutionPolicy | None = None,
+    budget: MemoryBudget | None = None,
+) -> list[tuple[torch.Tensor, object, dict]]:
+    """Jobs aligned along the guide trees they were given: one progressive pass, then the
+    mode's refinement rounds (default: ``rounds_default``, accurate: ``rounds_accurate``,
+    without a consistency library); ``(codes, tree, extra metadata)`` each."""
+    config = AlignConfig() if config is None else config
+    done = progressive_jobs(batches, trees, scoring, impl, progress, policy=policy, budget=budget)
+    extra: list[dict] = [{"tree": "given"} for _ in batches]
+    rounds = {"default": config.refine.rounds_default, "accurate": config.refine.rounds_accurate}
+    rounds = rounds.get(mode, 0)
+    refine_jobs(done, batches, trees, extra, scoring, rounds, impl, config, policy, budget)
+    return [(codes, tree, e) for (codes, _), tree, e in zip(done, trees, extra)]
+
+
+def refine_jobs(done, batches, trees, extra, scoring, rounds, impl, config, policy, budget) -> None:
+    """``rounds`` of refinement of each job in ``done`` (``(codes, weights)``, replaced in
+    place) up to ``config.refine.max_n`` sequences; the edges applied go to ``extra``."""
+    if not rounds:
+        return
+    gap = batches[0].alphabet.gap_code
+    for j, (b, t) in enumerate(zip(batches, trees)):
+        if t is not None and len(b) <= config.refine.max_n:
+            codes, applied = refine(
+                done[j][0],
+                t,
+                done[j][1],
+                scoring,
+                gap,
+                rounds,
+                impl,
+                config=config.refine,
+                policy=policy,
+                budget=budget,
+            )
+            done[j] = (codes, done[j][1])
+            extra[j]["refined_edges"] = applied
 
 
 def progressive_jobs(

@@ -1,7 +1,8 @@
 """Guide trees of the fast and default modes: the first tree from k-mer or LCS distances (or
 PartTree), default mode's second tree from the distances of its first alignment; trees given
-by the user (a :class:`~torchmsa.tree.Tree` or Newick text, :func:`given_tree`) and the pass
-along them (:func:`along_tree`); rows in tree order (:func:`tree_order`)."""
+by the user (a :class:`~torchmsa.tree.Tree` or Newick text, :func:`given_tree`; the pass
+along them is :func:`~torchmsa.pipeline.groups.along_tree`); rows in tree order
+(:func:`tree_order`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget, TreeConf
 from torchmsa.errors import ArgumentError, ResourceError
 from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.pipeline.accurate import library, local_scoring
-from torchmsa.pipeline.jobs import concat, prepare_jobs, tree_weights
+from torchmsa.pipeline.jobs import prepare_jobs
 from torchmsa.sequences import SequenceBatch
 from torchmsa.tree import Tree, from_newick, tree_from_tensor
 
@@ -27,7 +28,6 @@ __all__ = [
     "given_job_tree",
     "is_newick",
     "restrict",
-    "along_tree",
     "tree_order",
     "guide_distances",
 ]
@@ -170,59 +170,6 @@ def restrict(tree: Tree, keep: np.ndarray) -> Tree:
     lengths[-1] = 0.0
     names = [tree.names[i] for i in keep]
     return Tree(names, np.asarray(children, np.int64).reshape(-1, 2), lengths)
-
-
-def along_tree(
-    batches: list[SequenceBatch],
-    trees: list,
-    mode: str,
-    scoring,
-    backend: str,
-    progress,
-    *,
-    config: AlignConfig | None = None,
-    policy: ExecutionPolicy | None = None,
-    budget: MemoryBudget | None = None,
-) -> list[tuple[torch.Tensor, object, dict]]:
-    """Jobs aligned along the guide trees they were given: one progressive pass, then the
-    mode's refinement rounds (default: ``rounds_default``, accurate: ``rounds_accurate``,
-    without a consistency library); ``(codes, tree, extra metadata)`` each."""
-    from torchmsa.progressive import Forest, ResidueTable, progressive_align
-    from torchmsa.refine import refine
-
-    config = AlignConfig() if config is None else config
-    codes, lengths = concat(batches)
-    weights = tree_weights(trees)
-    table = ResidueTable.from_batch(codes, lengths)
-    forest = Forest.from_trees(trees, [len(b) for b in batches])
-    widths = progressive_align(
-        table, lengths, forest, weights, scoring, backend, progress, policy=policy, budget=budget
-    )
-    rounds = {"default": config.refine.rounds_default, "accurate": config.refine.rounds_accurate}
-    gap = batches[0].alphabet.gap_code
-    out, first = [], 0
-    for b, t, width in zip(batches, trees, widths):
-        n = len(b)
-        aln = table.codes_matrix(first, n, width, gap)
-        w = weights[first : first + n]
-        first += n
-        extra: dict = {"tree": "given"}
-        if t is not None and rounds.get(mode, 0):
-            aln, applied = refine(
-                aln,
-                t,
-                w,
-                scoring,
-                gap,
-                rounds[mode],
-                backend,
-                config=config.refine,
-                policy=policy,
-                budget=budget,
-            )
-            extra["refined_edges"] = applied
-        out.append((aln, t, extra))
-    return out
 
 
 def tree_order(aln):
