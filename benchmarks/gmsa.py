@@ -82,10 +82,9 @@ def shared(files: list[Path], args, workdir: Path) -> tuple[list[dict], dict]:
     options = {} if args.mode == "auto" else {"mode": args.mode}
     try:
         warmup = worker.warm_up()  # what `torchmsa serve` does at start
+        bodies = [f.read_text() for f in files]  # read before the clock
         t0 = time.perf_counter()
-        ids = [
-            store.submit(f.read_text(), options, owner=f"user{k}").id for k, f in enumerate(files)
-        ]
+        ids = [store.submit(body, options, owner=f"user{k}").id for k, body in enumerate(bodies)]
         owners = {i: f"user{k}" for k, i in enumerate(ids)}
         while any(store.job(i, owners[i]).state in ("queued", "running") for i in ids):
             if worker.run_once() == 0:
@@ -112,9 +111,9 @@ def shared(files: list[Path], args, workdir: Path) -> tuple[list[dict], dict]:
         ]
         times = []
         t0 = time.perf_counter()
-        for k, f in enumerate(files):
+        for k, body in enumerate(bodies):
             t1 = time.perf_counter()
-            info = store.submit(f.read_text(), options, owner=f"again{k}")
+            info = store.submit(body, options, owner=f"again{k}")
             times.append(time.perf_counter() - t1)
             if info.state != "done":
                 raise RuntimeError("a repeated job did not come from the cache")

@@ -30,6 +30,7 @@ from torchmsa.errors import ArgumentError
 from torchmsa.memory import host_available
 
 __all__ = [
+    "checked",
     "ScoringConfig",
     "TreeConfig",
     "AutoConfig",
@@ -429,3 +430,15 @@ def describe(obj) -> str:
             continue
         parts.append(f"{f.name}={value!r}")
     return ", ".join(parts)
+
+
+def checked(obj, cls, name: str):
+    """``obj`` if it is a ``cls`` (``cls()`` for ``None``), else an :class:`ArgumentError`
+    naming the argument: how the public functions take ``policy=`` and ``budget=``."""
+    if obj is None:
+        return cls()
+    if not isinstance(obj, cls):
+        raise ArgumentError(
+            f"Invalid value for `{name}` argument: {obj!r}; pass a torchmsa.{cls.__name__}"
+        )
+    return obj

@@ -23,12 +23,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from torchmsa import runtime
 from torchmsa.addmerge.add import add_codes
 from torchmsa.addmerge.merge import merge_codes
 from torchmsa.addmerge.msa import EncodedMsa, Msa, as_msa, encode_msa, shared_alphabet
 from torchmsa.addmerge.profile import reference_profile
 from torchmsa.alignment import Alignment
-from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget, describe
+from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget, checked, describe
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.pipeline.accurate import local_scoring
@@ -91,9 +92,13 @@ def add(
     config, custom = apply_shortcuts(
         config, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend
     )
-    policy = _checked(policy, ExecutionPolicy, "policy")
-    budget = _checked(budget, MemoryBudget, "budget")
-    with torch.profiler.record_function("torchmsa.add"), thread_cap(policy.threads):
+    policy = checked(policy, ExecutionPolicy, "policy")
+    budget = checked(budget, MemoryBudget, "budget")
+    with (
+        runtime.parallel_section(),
+        torch.profiler.record_function("torchmsa.add"),
+        thread_cap(policy.threads),
+    ):
         t0 = time.perf_counter()
         dev = resolve_device(device)
         impl = resolve_backend(backend, dev)
@@ -174,9 +179,13 @@ def merge(
     config, custom = apply_shortcuts(
         config, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend
     )
-    policy = _checked(policy, ExecutionPolicy, "policy")
-    budget = _checked(budget, MemoryBudget, "budget")
-    with torch.profiler.record_function("torchmsa.merge"), thread_cap(policy.threads):
+    policy = checked(policy, ExecutionPolicy, "policy")
+    budget = checked(budget, MemoryBudget, "budget")
+    with (
+        runtime.parallel_section(),
+        torch.profiler.record_function("torchmsa.merge"),
+        thread_cap(policy.threads),
+    ):
         t0 = time.perf_counter()
         dev = resolve_device(device)
         impl = resolve_backend(backend, dev)
@@ -262,13 +271,3 @@ def _metadata(mode, dev, impl, config, policy, t0, offset) -> dict[str, Any]:
         "config": describe(config),
         "policy": describe(policy),
     }
-
-
-def _checked(obj, cls, name: str):
-    if obj is None:
-        return cls()
-    if not isinstance(obj, cls):
-        raise ArgumentError(
-            f"Invalid value for `{name}` argument: {obj!r}; pass a torchmsa.{cls.__name__}"
-        )
-    return obj

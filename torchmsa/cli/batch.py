@@ -13,7 +13,6 @@ status is then 1.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -114,19 +113,16 @@ def _options(args) -> dict:
 
 
 def _read(src: Path) -> str:
-    import gzip
+    from torchmsa.io.sources import read_text
 
-    data = src.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return data.decode("utf-8-sig")
+    return read_text(str(src))[1]
 
 
 def _write(target: Path, text: str) -> None:
+    from torchmsa.cli.common import emit
+
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, target)
+    emit(text, str(target))
 
 
 def run(args) -> int:

@@ -33,7 +33,15 @@ import torch
 
 from torchmsa import runtime
 from torchmsa.alignment import Alignment
-from torchmsa.config import MODES, TREES, AlignConfig, ExecutionPolicy, MemoryBudget, describe
+from torchmsa.config import (
+    MODES,
+    TREES,
+    AlignConfig,
+    ExecutionPolicy,
+    MemoryBudget,
+    checked,
+    describe,
+)
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.pipeline.accurate import library, local_scoring
@@ -100,8 +108,8 @@ def align_many(
         gap_extend=gap_extend,
         tree=None if given is not None else tree,
     )
-    policy = _checked(policy, ExecutionPolicy, "policy")
-    budget = _checked(budget, MemoryBudget, "budget")
+    policy = checked(policy, ExecutionPolicy, "policy")
+    budget = checked(budget, MemoryBudget, "budget")
     with (
         runtime.parallel_section(),
         torch.profiler.record_function("torchmsa.align"),
@@ -274,8 +282,8 @@ def build_tree(
     (3, 3)
     """
     config, _ = apply_shortcuts(config, method=None if method == "auto" else method)
-    policy = _checked(policy, ExecutionPolicy, "policy")
-    budget = _checked(budget, MemoryBudget, "budget")
+    policy = checked(policy, ExecutionPolicy, "policy")
+    budget = checked(budget, MemoryBudget, "budget")
     with (
         runtime.parallel_section(),
         torch.profiler.record_function("torchmsa.build_tree"),
@@ -356,13 +364,3 @@ def _first_trees(trees: list | None, jobs: list[Job]) -> list:
                 "the distinct sequences (a repeated sequence once, at its first place)"
             )
     return trees
-
-
-def _checked(obj, cls, name: str):
-    if obj is None:
-        return cls()
-    if not isinstance(obj, cls):
-        raise ArgumentError(
-            f"Invalid value for `{name}` argument: {obj!r}; pass a torchmsa.{cls.__name__}"
-        )
-    return obj

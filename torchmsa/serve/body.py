@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from starlette.requests import Request
 
 from torchmsa.config import MODES, TREES
+from torchmsa.serve.jobs import OPTIONS  # job options a request may set
 
 __all__ = [
     "ApiError",
@@ -21,8 +22,6 @@ __all__ = [
     "submission_text",
 ]
 
-# job options a request may set: torchmsa.align's keywords (config: repeatable NAME=VALUE)
-OPTIONS = ("mode", "tree", "matrix", "gap_open", "gap_extend", "seqtype", "config")
 _NUMBERS = ("gap_open", "gap_extend")
 _CHOICES = {"mode": MODES, "tree": TREES, "seqtype": ("auto", "protein", "dna", "rna")}
 

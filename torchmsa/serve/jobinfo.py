@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-__all__ = ["JobInfo", "info_from_row", "info_of_row"]
+__all__ = ["JobInfo", "info_of_row"]
 
 
 @dataclass
@@ -30,8 +30,10 @@ class JobInfo:
     placement_reason: str | None = None
 
 
-def info_of_row(row: dict) -> JobInfo:
-    """The :class:`JobInfo` of a row about to be written (no read-back)."""
+def info_of_row(row) -> JobInfo:
+    """The :class:`JobInfo` of a ``jobs`` row: a mapping (a row about to be written, no
+    read-back) or a row read from the database."""
+    row = getattr(row, "_mapping", row)
     return JobInfo(
         id=row["id"],
         state=row["state"],
@@ -48,24 +50,4 @@ def info_of_row(row: dict) -> JobInfo:
         error=row["error"],
         owner=row["owner"],
         placement_reason=row["placement_reason"],
-    )
-
-
-def info_from_row(row) -> JobInfo:
-    return JobInfo(
-        id=row.id,
-        state=row.state,
-        created=row.created,
-        started=row.started,
-        finished=row.finished,
-        n_seqs=row.n_seqs,
-        mode=row.mode,
-        options=json.loads(row.options),
-        progress=row.progress,
-        timings=json.loads(row.timings),
-        shared=json.loads(row.shared),
-        placement=row.placement,
-        error=row.error,
-        owner=row.owner,
-        placement_reason=row.placement_reason,
     )

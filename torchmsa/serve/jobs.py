@@ -51,6 +51,7 @@ __all__ = [
     "run_job",
 ]
 
+# job options a request may set: torchmsa.align's keywords (config: repeatable NAME=VALUE)
 OPTIONS = ("mode", "tree", "matrix", "gap_open", "gap_extend", "seqtype", "config")
 
 

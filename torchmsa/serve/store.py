@@ -36,7 +36,7 @@ from torchmsa.errors import ArgumentError
 from torchmsa.records import Record
 from torchmsa.serve import cache
 from torchmsa.serve.engine import READ, default_data_dir, make_engine, write_lock
-from torchmsa.serve.jobinfo import JobInfo, info_from_row, info_of_row
+from torchmsa.serve.jobinfo import JobInfo, info_of_row
 from torchmsa.serve.jobs import JobNotDone, JobNotFound, Result, options_json, prepare
 from torchmsa.serve.limits import MAX_BYTES, MAX_SEQS
 from torchmsa.serve.schema import SCHEMA_VERSION, inputs, jobs, meta, metadata
@@ -204,7 +204,7 @@ class Store:
             row = conn.execute(
                 select(jobs).where((jobs.c.id == str(job_id)) & self._owned(owner))
             ).first()
-        return None if row is None else info_from_row(row)
+        return None if row is None else info_of_row(row)
 
     def jobs(self, owner: str | None = None, states=None, limit: int = 100) -> list[JobInfo]:
         """``owner``'s jobs, newest first (deleted ones only when ``states`` asks)."""
@@ -216,7 +216,7 @@ class Store:
             query = query.where(jobs.c.state != "deleted")
         query = query.order_by(jobs.c.created.desc()).limit(max(1, int(limit)))
         with self.transaction(read=True) as conn:
-            return [info_from_row(r) for r in conn.execute(query)]
+            return [info_of_row(r) for r in conn.execute(query)]
 
     def input(self, job_id: str, owner: str | None = None) -> list[Record]:
         """A job's records (names, descriptions, residues without gaps)."""
@@ -327,7 +327,7 @@ class Store:
                 .values(state="running", started=now, worker=worker, progress=0.05)
             )
             rows = conn.execute(select(jobs).where(jobs.c.id.in_(ids)).order_by(jobs.c.created))
-            return [info_from_row(r) for r in rows]
+            return [info_of_row(r) for r in rows]
 
     def job_key(self, job_id: str) -> str | None:
         with self.transaction(read=True) as conn:
