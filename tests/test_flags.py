@@ -274,3 +274,23 @@ def test_help_documents_every_flag(capsys):
         "--tree-out",
     ):
         assert flag in text
+
+
+def test_progress_counts_one_pass_along_a_given_tree():
+    """Default mode makes two passes, but one along a tree the user gave: the bar's total."""
+    import torch
+
+    from torchmsa.config import AlignConfig, ExecutionPolicy
+    from torchmsa.pipeline.jobs import prepare_jobs, progress_steps
+
+    seqs = ["MKVLAAGIVALL", "MKVLSAGLVALL", "MRVLAAGIVAL", "MKVLAAGIVGLLL", "MKILAAGIVALL"]
+    (job,) = prepare_jobs(
+        [seqs],
+        "auto",
+        torch.device("cpu"),
+        False,
+        config=AlignConfig(mode="default"),
+        policy=ExecutionPolicy(),
+    )
+    assert progress_steps([job]) == 2 * 4
+    assert progress_steps([job], given_tree=True) == 4

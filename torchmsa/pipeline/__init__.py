@@ -125,7 +125,7 @@ def align_many(
             inputs, seqtype, dev, host_small, config=config, policy=policy, budget=budget
         )
         firsts = _first_trees(first_trees, jobs)
-        bar = ProgressBar(progress_steps(jobs), progress)
+        bar = ProgressBar(progress_steps(jobs, given is not None), progress)
         results: list = [None] * len(jobs)
         for (_, mode_j, place, offset), idx in group_jobs(jobs).items():
             alphabet = jobs[idx[0]].batch.alphabet

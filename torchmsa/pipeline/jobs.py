@@ -107,10 +107,13 @@ def group_jobs(jobs: list[Job]) -> dict[tuple[str, str, torch.device, float], li
     return groups
 
 
-def progress_steps(jobs: list[Job]) -> int:
-    """The progress bar's steps: one per tree join of every progressive pass."""
+def progress_steps(jobs: list[Job], given_tree: bool = False) -> int:
+    """The progress bar's steps: one per tree join of every progressive pass (one pass along
+    a ``given_tree``)."""
     return sum(
-        (2 if second_pass(job.mode, job.first) else 1) * max(0, len(job.batch) - 1) for job in jobs
+        (2 if second_pass(job.mode, job.first) and not given_tree else 1)
+        * max(0, len(job.batch) - 1)
+        for job in jobs
     )
 
 
