@@ -8,8 +8,11 @@ of ``benchmarks.pairwise_cpu``; GCUPS = DP cells (n * m summed over pairs) per s
 Each row is the median of ``--repeats`` timed calls of the public dispatchers
 (``torchmsa.ops.pairwise.pairwise_score_codes`` / ``pairwise_align_codes``) on tensors already
 on the device, after a warm-up call (planning, query profile and kernels included; CUDA
-synchronised). Results are checked equal to the CPU path before timing. One pair of 10,000
-residues shows what a single pair gets (lanes of one pair only); ``--long-only`` runs it alone.
+synchronised). Results are checked equal to the CPU path before timing. Beside them, the
+public API on the same pairs: ``torchmsa.pairwise_align`` on two lists of strings (encoding,
+copies and gapped rows included) and ``torchmsa.pairwise_scores`` / ``pairwise_traceback`` on
+tensors already on the device (argument checks included). One pair of 10,000 residues shows
+what a single pair gets (lanes of one pair only); ``--long-only`` runs it alone.
 Appends one row per tool to ``pairwise_gpu.csv`` in ``--out`` (``benchmarks/results``).
 """
 
@@ -25,6 +28,7 @@ import torch
 
 from benchmarks.harness import Timer, append_rows, markdown_table, run_metadata
 from benchmarks.pairwise_cpu import make_pairs
+from torchmsa import encode_sequences, pairwise_align, pairwise_scores, pairwise_traceback
 from torchmsa.alphabet import PROTEIN, encode
 from torchmsa.constants import LOCAL
 from torchmsa.ops.pairwise import pairwise_align_codes, pairwise_score_codes
@@ -42,7 +46,7 @@ def _inputs(n_pairs: int, length: int):
     la = torch.tensor([len(x) for x, _ in enc], dtype=torch.int32)
     lb = torch.tensor([len(y) for _, y in enc], dtype=torch.int32)
     mat = torch.from_numpy(get_scoring("protein", "BLOSUM62", GO, GE).matrix.copy())
-    return (ca, la, cb, lb, mat), float((la.long() * lb.long()).sum())
+    return (ca, la, cb, lb, mat), float((la.long() * lb.long()).sum()), pairs
 
 
 def _median(fn, repeats: int, cuda: bool) -> float:
@@ -97,6 +101,39 @@ def _rows(case: str, cpu_in, cells: float, args, with_cpu: bool) -> list[dict] |
     return rows
 
 
+def _api_rows(pairs, cpu_in, cells: float, args) -> list[dict] | None:
+    """The public API on the batch: lists of strings in, and tensors on the GPU in."""
+    a, b = [x for x, _ in pairs], [y for _, y in pairs]
+    ea = encode_sequences(a, seqtype="protein", device="cuda")
+    eb = encode_sequences(b, seqtype="protein", device="cuda")
+    tensors = (ea.codes, ea.lengths, eb.codes, eb.lengths)
+    kw = dict(mode="local", matrix="BLOSUM62", gap_open=GO, gap_extend=GE, seqtype="protein")
+    cuda = {"device": "cuda"}
+    calls = [
+        ("pairwise_align(list) score-only", pairwise_align, (a, b), {"traceback": False, **cuda}),
+        ("pairwise_align(list) traceback", pairwise_align, (a, b), cuda),
+        ("pairwise_scores(tensors) score-only", pairwise_scores, tensors, {}),
+        ("pairwise_traceback(tensors) traceback", pairwise_traceback, tensors, {}),
+    ]
+    want = pairwise_score_codes(*cpu_in, GO, GE, LOCAL, backend="cpu")[:, 0].tolist()
+    rows = []
+    for tool, fn, inputs, extra in calls:
+
+        def call(fn=fn, inputs=inputs, extra=extra):
+            return fn(*inputs, **kw, **extra)
+
+        out = call()
+        got = [r.score for r in out] if isinstance(out, list) else out.score.tolist()
+        if got != want:
+            print(f"error: {tool} scores differ from the CPU path", file=sys.stderr)
+            return None
+        seconds = _median(call, args.repeats, True)
+        row = {"case": "batch", "tool": tool, "threads": "", "repeats": args.repeats}
+        rows.append(dict(row, seconds=seconds, gcups=cells / seconds / 1e9))
+        print(f"batch {tool}: {rows[-1]['gcups']:.2f} GCUPS", flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=10_000)
@@ -111,14 +148,16 @@ def main(argv=None) -> int:
         return 1
     rows: list[dict] = []
     if not args.long_only:
-        cpu_in, cells = _inputs(args.pairs, args.length)
+        cpu_in, cells, pairs = _inputs(args.pairs, args.length)
         got = _rows("batch", cpu_in, cells, args, with_cpu=True)
-        if got is None:
+        api = _api_rows(pairs, cpu_in, cells, args) if got is not None else None
+        if api is None:
             return 1
+        got += api
         for r in got:
             r.update(pairs=args.pairs, length=args.length)
         rows += got
-    cpu_in, cells = _inputs(1, LONG)
+    cpu_in, cells, _ = _inputs(1, LONG)
     got = _rows("long", cpu_in, cells, args, with_cpu=False)
     if got is None:
         return 1

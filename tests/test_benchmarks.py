@@ -298,3 +298,85 @@ def test_tidy_results_converts_runs_keeps_merged_rows_once_and_moves_experiments
     assert tidy_results.main(["--results", str(old), "--replace"]) == 0
     left = sorted(p.relative_to(old).as_posix() for p in old.rglob("*") if p.is_file())
     assert left == ["e2e_gpu.csv", "experiments/probes.csv", "experiments/refine_rounds.csv"]
+
+
+# ---- cold start ---------------------------------------------------------------------------
+
+
+def _tiny_cases(folder):
+    import gzip
+
+    folder.mkdir()
+    seqs = {"a": "MKVLAAGHWTEQ", "b": "MKVLGHWTEQ", "c": "MKALAAGHWEQ", "d": "MKVLAAGWTEQ"}
+    (folder / "T1.in.fasta").write_text("".join(f">{k}\n{v}\n" for k, v in seqs.items()))
+    ref = {"a": "MKVLAAGHWTEQ", "b": "MKVL--GHWTEQ", "c": "MKALAAGHW-EQ", "d": "MKVLAAG-WTEQ"}
+    (folder / "T1.ref.fasta").write_text("".join(f">{k}\n{v}\n" for k, v in ref.items()))
+    with gzip.open(folder / "T2.in.fasta.gz", "wt") as fh:
+        fh.write(">x\nACDEFGHIKLMN\n>y\nACDFGHIKLMN\n>z\nACDEFGHKLMN\n")
+
+
+def test_cold_start_times_fresh_processes_and_one_driver_on_tiny_cases(tmp_path):
+    from benchmarks import cold_start
+
+    _tiny_cases(tmp_path / "toy")
+    argv = ["--cases", str(tmp_path / "toy"), "--regimes", "process-warm,in-process-warm,peers"]
+    argv += ["--mode", "default", "--device", "cpu", "--threads", "1", "--keep-caches"]
+    assert cold_start.main([*argv, "--out", str(tmp_path / "out")]) == 0
+    rows = read_rows(tmp_path / "out" / "cold_start.csv")
+    cases = [r for r in rows if r["scope"] == "case" and r["tool"] == "torchmsa"]
+    assert [(r["regime"], r["case"], r["n_seqs"]) for r in cases] == [
+        ("process-warm", "T1", "4"),
+        ("process-warm", "T2", "3"),
+        ("in-process-warm", "T1", "4"),
+        ("in-process-warm", "T2", "3"),
+    ]
+    assert all(r["ok"] == "True" and float(r["wall_s"]) > 0 for r in cases), cases
+    assert all(r["caches"] == "kept" and r["mode"] == "default" for r in cases)
+    assert [bool(r["sp"]) for r in cases] == [True, False, True, False]  # T1 has a reference
+    assert float(cases[2]["import_s"]) > 0 and float(cases[2]["first_pass_s"]) > 0
+    peer = [r for r in rows if r["tool"] == "mafft-linsi" and r["scope"] == "case"]
+    assert peer and (all(r["ok"] == "True" for r in peer) or "not installed" in peer[0]["note"])
+    sums = {(r["regime"], r["tool"]): r for r in rows if r["scope"] == "summary"}
+    assert set(sums) == {
+        ("process-warm", "torchmsa"),
+        ("in-process-warm", "torchmsa"),
+        ("peers", "mafft-linsi"),
+    }
+    warm = sums[("process-warm", "torchmsa")]
+    assert warm["cases"] == "2" and warm["failures"] == "0" and float(warm["max_over_median"]) >= 1
+    assert float(warm["wall_s"]) == pytest.approx(sum(float(r["wall_s"]) for r in cases[:2]))
+    assert "vs_mafft-linsi" in warm and rows[0]["command"].startswith("python")
+
+
+def test_cold_start_caches_start_empty_and_summaries_compare_with_the_peer(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from benchmarks import cold_start
+
+    env = cold_start.fresh_caches(tmp_path / "caches")
+    assert set(env) == {"TORCHMSA_CACHE_DIR", "TRITON_CACHE_DIR", "NUMBA_CACHE_DIR"}
+    (Path(env["NUMBA_CACHE_DIR"]) / "stale.nbi").write_text("x")
+    assert cold_start.fresh_caches(tmp_path / "caches") == env
+    assert all(Path(v).is_dir() and not any(Path(v).rglob("*.*")) for v in env.values())
+
+    def row(regime, tool, case, wall, ok=True):
+        mode = "default" if tool == "torchmsa" else ""
+        return {
+            **{"scope": "case", "regime": regime, "tool": tool, "mode": mode, "case": case},
+            **{"wall_s": wall, "ok": ok, "sp": 0.5, "tc": math.nan, "note": ""},
+            **{"backend": "cpu", "threads": 1},
+        }
+
+    rows = [row("process-warm", "torchmsa", c, w) for c, w in (("A", 1.0), ("B", 2.0), ("C", 6))]
+    rows += [row("peers", "mafft-linsi", "A", 3.0), row("peers", "mafft-linsi", "B", 9.0)]
+    rows.append(row("peers", "mafft-linsi", "C", math.nan, ok=False))
+    ours, theirs = cold_start.summarize(rows, ["mafft-linsi"])
+    assert ours["wall_s"] == 9.0 and ours["median_s"] == 2.0 and ours["max_over_median"] == 3.0
+    assert ours["vs_mafft-linsi"] == pytest.approx(12.0 / 3.0)  # cases both aligned: A and B
+    assert theirs["failures"] == 1 and theirs["sp"] == 0.5 and "vs_mafft-linsi" not in theirs
+
+    failed = (1.0, "exit status 2: torchmsa: error: invalid choice: 'warmup' (choose from)", "")
+    monkeypatch.setattr(cold_start, "run_process", lambda *a: failed)
+    args = SimpleNamespace(device="cpu", work=tmp_path, timeout=None, backend="cpu", threads=1)
+    got = cold_start.warmup_row("default", {}, args)
+    assert got["ok"] is False and got["note"] == "this torchmsa has no warmup command"

@@ -17,7 +17,16 @@ from torchmsa.config import (
     TreeConfig,
 )
 from torchmsa.ops.kmer import shared_kmer_counts
-from torchmsa.ops.pairwise import PairwiseAlignment, pairwise_align
+from torchmsa.ops.pairwise import (
+    EncodedSequences,
+    PairwiseAlignment,
+    PairwiseScores,
+    PairwiseTraceback,
+    encode_sequences,
+    pairwise_align,
+    pairwise_scores,
+    pairwise_traceback,
+)
 from torchmsa.pipeline import align, align_many, build_tree
 from torchmsa.sequences import SequenceBatch
 from torchmsa.tree import Tree
@@ -30,9 +39,12 @@ __all__ = [
     "Client",
     "AutoConfig",
     "ConsistencyConfig",
+    "EncodedSequences",
     "ExecutionPolicy",
     "MemoryBudget",
     "PairwiseAlignment",
+    "PairwiseScores",
+    "PairwiseTraceback",
     "RefineConfig",
     "ScoringConfig",
     "SequenceBatch",
@@ -44,11 +56,14 @@ __all__ = [
     "align_many",
     "build_tree",
     "data",
+    "encode_sequences",
     "errors",
     "features",
     "merge",
     "metrics",
     "pairwise_align",
+    "pairwise_scores",
+    "pairwise_traceback",
     "shared_kmer_counts",
     "templates",
 ]

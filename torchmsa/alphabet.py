@@ -244,24 +244,22 @@ def encode_batch(
     for i, seq in enumerate(seqs):
         if not isinstance(seq, str):
             encode(seq, alphabet, names[i] if names else f"seq{i + 1}", i)
-    sizes = np.array([len(s) for s in seqs], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)])
+    text = "".join(seqs)
     # one '?' (invalid) per non-ASCII character keeps byte offsets equal to character offsets
-    raw = np.frombuffer("".join(seqs).encode("ascii", "replace"), dtype=np.uint8)
-    codes = alphabet.lookup[raw]
-    bad = np.flatnonzero(codes == INVALID)
-    if bad.size:
+    raw = np.frombuffer(text.encode("ascii", "replace"), dtype=np.uint8)
+    if raw.size and np.take(alphabet.lookup, raw).max() == INVALID:
+        bad = np.flatnonzero(alphabet.lookup[raw] == INVALID)
+        sizes = np.array([len(s) for s in seqs], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)])
         i = int(np.searchsorted(starts, bad[0], side="right")) - 1
         name = names[i] if names else f"seq{i + 1}"
         pos = int(bad[0] - starts[i])
         raise InvalidCharacterError(name, i, pos + 1, seqs[i][pos], alphabet.name)
-    keep = codes != alphabet.gap_code
-    kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
-    lengths = (kept[starts[1:]] - kept[starts[:-1]]).astype(np.int32)
-    residues = [s.replace("-", "").replace(".", "") for s in seqs]
-    out = np.full((len(seqs), int(lengths.max(initial=0))), alphabet.gap_code, dtype=np.uint8)
-    # [R] row and column of every kept residue, R = lengths.sum()
-    rows = np.repeat(np.arange(len(seqs)), lengths)
-    cols = np.arange(rows.size) - np.repeat(kept[starts[:-1]], lengths)
-    out[rows, cols] = codes[keep]
-    return out, lengths, residues
+    gaps = any(ch in text for ch in GAP_CHARS)
+    residues = [s.replace("-", "").replace(".", "") for s in seqs] if gaps else list(seqs)
+    lengths = np.fromiter(map(len, residues), np.int32, len(seqs))
+    width = int(lengths.max(initial=0))
+    # every residue text padded with '-' (the gap code) to one width: the rows, in one lookup
+    padded = "".join([r.ljust(width, "-") for r in residues]).encode("ascii")
+    codes = np.take(alphabet.lookup, np.frombuffer(padded, dtype=np.uint8))
+    return codes.reshape(len(seqs), width), lengths, residues

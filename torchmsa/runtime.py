@@ -13,6 +13,9 @@
 * **A forked child** (``os.register_at_fork``) gets one torch intra-op thread: GNU OpenMP's
   thread pool does not survive ``fork``, and torch's next parallel region in the child would
   wait for the parent's threads for ever (PyTorch's ``DataLoader`` workers do the same).
+* **One cache folder**: ``TORCHMSA_CACHE_DIR`` puts numba's and Triton's on-disk caches in
+  its ``numba`` and ``triton`` subfolders (unless ``NUMBA_CACHE_DIR`` / ``TRITON_CACHE_DIR``
+  say otherwise), for images and read-only installs; ``torchmsa warmup`` fills them.
 * **Idle threads sleep**: ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it. OpenMP reads it
   when it loads, so it applies where :mod:`torchmsa` is imported before torch.
 
@@ -38,10 +41,24 @@ def configure() -> None:
     """Apply the settings above (idempotent)."""
     global _registered
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    _cache_folders()
     _choose_layer()
     if not _registered and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
         _registered = True
+
+
+def _cache_folders() -> None:
+    root = os.environ.get("TORCHMSA_CACHE_DIR")
+    if not root:
+        return
+    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(root, "numba"))
+    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton"))
+    import sys
+
+    numba = sys.modules.get("numba")  # imported before torchmsa: its config has been read
+    if numba is not None and not numba.config.CACHE_DIR:
+        numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
 
 
 def _choose_layer() -> None:

@@ -83,10 +83,14 @@ def _chunk_calls(args, launch, chunk, fill_out, tb_out, tmp):
     dev = args.n.device
     cfg = chunk.config
     trace = tmp is not None
-    # one copy to the device: pair index, direction-bit and horizontal-buffer offsets by slot
-    meta = to_device(np.stack([chunk.order, chunk.tr_off, chunk.hb_off]), dev)
-    order, tr_off, hb_off = meta[0], meta[1], meta[2]
+    # one copy to the device: pair index, direction-bit and horizontal-buffer offsets by slot,
+    # rows padded to an even length so that each starts 16-byte aligned (Triton compiles a
+    # kernel variant per pointer alignment: an odd count would compile a second one)
     count = len(chunk.order)
+    meta = np.zeros((3, count + count % 2), np.int64)
+    meta[:, :count] = chunk.order, chunk.tr_off, chunk.hb_off
+    meta = to_device(meta, dev)
+    order, tr_off, hb_off = meta[0], meta[1], meta[2]
     tune = {} if cfg.maxnreg is None else {"maxnreg": cfg.maxnreg}
     bits = {}
 

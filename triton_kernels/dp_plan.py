@@ -18,11 +18,14 @@ from torchmsa._triton.host import to_device
 from torchmsa.constants import GLOBAL, KEY_BITS, MODES, RES_ONE
 from torchmsa.errors import ArgumentError, ResourceError
 
-# a short menu: every launch shape is one more kernel to compile; past 32 lanes a pair spans
-# warps and the lanes trade rows through shared memory with barriers (XWARP_COST per step)
-Q_CHOICES = (4, 16, 32, 64, 128)
+# a short, fixed menu: every launch shape is one more kernel to compile (1-7 s each on an H100),
+# so the menu bounds what a workload can compile and what ``torchmsa.warmup`` must (decision
+# 0037: 64 lanes and 12 or 20 rows per lane cost at most 22% of modelled time and are gone);
+# past 32 lanes a pair spans warps and the lanes trade rows through shared memory with
+# barriers (XWARP_COST per step)
+Q_CHOICES = (4, 16, 32, 128)
 XWARP_COST = 8
-R_CHOICES = (4, 8, 12, 16, 20, 24)
+R_CHOICES = (4, 8, 16, 24)
 # rows per lane past which the kernel spills registers on sm_90 (the traceback variant keeps
 # the direction bits, the profile variant two gap costs per row)
 R_MAX_TRACE = 16
@@ -122,7 +125,7 @@ def _range(scores: torch.Tensor) -> tuple[int, int]:
     return lo, hi
 
 
-def _element_bits(lo: int, hi: int) -> int:
+def element_bits(lo: int, hi: int) -> int:
     """Narrowest of 8 / 16 / 32 bits that holds every substitution score."""
     for bits in (8, 16):
         if -(1 << (bits - 1)) <= lo and hi < (1 << (bits - 1)):
@@ -135,6 +138,21 @@ def _host_sizes(n, m) -> np.ndarray:
     return np.stack([np.asarray(x.cpu(), np.int64) for x in (n, m)]).reshape(2, -1)
 
 
+def _aligned(t: torch.Tensor) -> torch.Tensor:
+    """``t``, copied when it does not start 16-byte aligned (a view into a larger buffer):
+    Triton compiles one kernel variant per pointer alignment, so every launch passes aligned
+    pointers and compiles the same variant whatever the caller's buffers were."""
+    return t if t.data_ptr() % 16 == 0 else t.clone()
+
+
+def _checked(args: Args) -> Args:
+    """``args`` with every tensor aligned (:func:`_aligned`)."""
+    for name, value in vars(args).items():
+        if isinstance(value, torch.Tensor):
+            setattr(args, name, _aligned(value))
+    return args
+
+
 def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode) -> Args:
     dev = codes_a.device
     i32 = torch.zeros(1, dtype=torch.int32, device=dev)
@@ -144,30 +162,32 @@ def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode
     codes_b = codes_b.to(device=dev, dtype=torch.uint8).contiguous()
     if codes_b.shape[1] == 0:
         codes_b = torch.zeros((codes_b.shape[0], 1), dtype=torch.uint8, device=dev)
-    return Args(
-        profile=False,
-        mode=_mode(mode),
-        n=len_a.to(device=dev, dtype=torch.int32).contiguous(),
-        m=len_b.to(device=dev, dtype=torch.int32).contiguous(),
-        codes_a=codes_a.to(device=dev, dtype=torch.uint8).contiguous(),
-        codes_b=codes_b,
-        b_stride=codes_b.shape[1],
-        matrix=mat,
-        eb=_element_bits(lo + int(gap_open), hi + int(gap_open)),
-        vmax=max(-lo, hi),
-        gap_open=int(gap_open),
-        ext=int(gap_extend),
-        S=i32,
-        s_off=i64,
-        open_a=i32,
-        close_a=i32,
-        a_off=i64,
-        open_b=i32,
-        close_b=i32,
-        b_off=i64,
-        res_a=i32,
-        res_b=i32,
-        sizes=_host_sizes(len_a, len_b),
+    return _checked(
+        Args(
+            profile=False,
+            mode=_mode(mode),
+            n=len_a.to(device=dev, dtype=torch.int32).contiguous(),
+            m=len_b.to(device=dev, dtype=torch.int32).contiguous(),
+            codes_a=codes_a.to(device=dev, dtype=torch.uint8).contiguous(),
+            codes_b=codes_b,
+            b_stride=codes_b.shape[1],
+            matrix=mat,
+            eb=element_bits(lo + int(gap_open), hi + int(gap_open)),
+            vmax=max(-lo, hi),
+            gap_open=int(gap_open),
+            ext=int(gap_extend),
+            S=i32,
+            s_off=i64,
+            open_a=i32,
+            close_a=i32,
+            a_off=i64,
+            open_b=i32,
+            close_b=i32,
+            b_off=i64,
+            res_a=i32,
+            res_b=i32,
+            sizes=_host_sizes(len_a, len_b),
+        )
     )
 
 
@@ -185,30 +205,32 @@ def profile_args(
     def i64(t):
         return to_device(t, dev, torch.int64).contiguous()
 
-    return Args(
-        profile=True,
-        mode=_mode(mode),
-        n=to_device(n, dev, torch.int32).contiguous(),
-        m=to_device(m, dev, torch.int32).contiguous(),
-        codes_a=torch.zeros((1, 1), dtype=torch.uint8, device=dev),
-        codes_b=torch.zeros((1, 1), dtype=torch.uint8, device=dev),
-        b_stride=1,
-        matrix=torch.zeros((1, 1), dtype=torch.int32, device=dev),
-        eb=32,
-        vmax=max(-lo, hi),
-        gap_open=0,
-        ext=int(ext),
-        S=i32(S),
-        s_off=i64(s_off),
-        open_a=i32(open_a),
-        close_a=i32(close_a),
-        a_off=i64(a_off),
-        open_b=i32(open_b),
-        close_b=i32(close_b),
-        b_off=i64(b_off),
-        res_a=i32(torch.full_like(open_a, RES_ONE) if res_a is None else res_a),
-        res_b=i32(torch.full_like(open_b, RES_ONE) if res_b is None else res_b),
-        sizes=_host_sizes(n, m),
+    return _checked(
+        Args(
+            profile=True,
+            mode=_mode(mode),
+            n=to_device(n, dev, torch.int32).contiguous(),
+            m=to_device(m, dev, torch.int32).contiguous(),
+            codes_a=torch.zeros((1, 1), dtype=torch.uint8, device=dev),
+            codes_b=torch.zeros((1, 1), dtype=torch.uint8, device=dev),
+            b_stride=1,
+            matrix=torch.zeros((1, 1), dtype=torch.int32, device=dev),
+            eb=32,
+            vmax=max(-lo, hi),
+            gap_open=0,
+            ext=int(ext),
+            S=i32(S),
+            s_off=i64(s_off),
+            open_a=i32(open_a),
+            close_a=i32(close_a),
+            a_off=i64(a_off),
+            open_b=i32(open_b),
+            close_b=i32(close_b),
+            b_off=i64(b_off),
+            res_a=i32(torch.full_like(open_a, RES_ONE) if res_a is None else res_a),
+            res_b=i32(torch.full_like(open_b, RES_ONE) if res_b is None else res_b),
+            sizes=_host_sizes(n, m),
+        )
     )
 
 
@@ -233,18 +255,34 @@ def choose_config(
     if force_config is not None:
         return force_config
     shapes = []
+    for cfg in menu(r_max):
+        q, r = cfg.q, cfg.r
+        passes = max(1, -(-n // (q * r)))
+        step = r + STEP_COST + (XWARP_COST if q > 32 else 0)
+        cost = passes * (m + q - 1) * step * max(1.0, n_pairs * q / lanes)
+        shapes.append((cost, passes, q, r, cfg))
+    best = min(s[0] for s in shapes)
+    near = [s for s in shapes if s[0] <= best * PASS_SLACK]
+    return min(near, key=lambda s: (s[1], s[0], s[2], s[3]))[4]  # fewest passes, then cost
+
+
+def r_cap(profile: bool, trace: bool) -> int:
+    """Most rows per lane a launch of this kind may take (registers, see ``R_MAX_*``)."""
+    return R_MAX_PROFILE if profile else R_MAX_TRACE if trace else max(R_CHOICES)
+
+
+def menu(r_max: int) -> list[Config]:
+    """Every launch shape :func:`choose_config` can return under ``r_max``: the whole set of
+    fill-kernel variants of one kind of call (``torchmsa.warmup`` compiles them all)."""
+    out = []
     for q in Q_CHOICES:
         for r in (r for r in R_CHOICES if r <= r_max):
-            passes = max(1, -(-n // (q * r)))
-            step = r + STEP_COST + (XWARP_COST if q > 32 else 0)
-            cost = passes * (m + q - 1) * step * max(1.0, n_pairs * q / lanes)
-            shapes.append((cost, passes, q, r))
-    best = min(shapes)[0]
-    _, _, q, r = min((p, c, q, r) for c, p, q, r in shapes if c <= best * PASS_SLACK)
-    pb = max(1, 32 // q)
-    # capping registers at 128 lets 16 warps per multiprocessor in: +5% for r = 20 score-only
-    cap = 128 if r_max > R_MAX_TRACE and 16 <= r <= 20 else None
-    return Config(q=q, r=r, pb=pb, num_warps=max(1, pb * q // 32), maxnreg=cap)
+            pb = max(1, 32 // q)
+            # capping registers at 128 lets 16 warps per multiprocessor in: +5% for r = 16-20
+            # score-only
+            cap = 128 if r_max > R_MAX_TRACE and 16 <= r <= 20 else None
+            out.append(Config(q=q, r=r, pb=pb, num_warps=max(1, pb * q // 32), maxnreg=cap))
+    return out
 
 
 def launch_bytes(budget: int | None, dev: torch.device) -> int:
@@ -285,7 +323,7 @@ def plan(
     # interpreter pays per launch, not per lane)
     group = np.ceil(np.log2(np.maximum(n, 1)) / 2).astype(np.int64) if dev.type == "cuda" else 0 * n
     launch = Launch(packed=packed_tracking and _packed(args, n, m))
-    r_max = R_MAX_PROFILE if args.profile else R_MAX_TRACE if trace else max(R_CHOICES)
+    r_max = r_cap(args.profile, trace)
     for g in np.unique(group):
         members = np.nonzero(group == g)[0]
         cfg = choose_config(

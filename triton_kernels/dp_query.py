@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["stride", "shift", "A", "WPR"])
 def _query_profile_kernel(
     codes_ptr,
     stride,

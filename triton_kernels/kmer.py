@@ -61,7 +61,7 @@ def _interpreted(t: torch.Tensor) -> bool:
     return t.device.type != "cuda"
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["W", "stride_c", "stride_i"])
 def _kmer_ids_fwd_kernel(
     codes,
     lengths,
@@ -139,7 +139,7 @@ def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tenso
     return ids, (ids != PAD).sum(1, dtype=torch.int32)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["M", "N", "stride_o"])  # K, strides a/b: padded
 def _kmer_gemm_fwd_kernel(
     xa,
     xb,
@@ -225,7 +225,7 @@ def gemm_tile(xa, xb, out, m: int, n: int, triangle: bool = False, config=None) 
     )
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["M", "NW", "N", "stride_c", "stride_x", "stride_o"])
 def _kmer_lists_fwd_kernel(
     cols,
     n_keys,
@@ -312,7 +312,7 @@ def lists_tile(cols, n_keys, xt, out, n: int, triangle: bool = False) -> None:
     )
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["T", "stride_o"])
 def _kmer_mirror_fwd_kernel(out, T, stride_o, BLOCK: tl.constexpr):
     # out[r, c] = out[c, r] for r > c, block (I, J) with I >= J from block (J, I)
     pid_i = tl.program_id(0)
@@ -334,7 +334,7 @@ def mirror_lower(out, t: int) -> None:
         _kmer_mirror_fwd_kernel[grid](out, t, out.stride(0), BLOCK=MIRROR_BLOCK)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["P", "stride_a", "stride_b"])
 def _kmer_pairs_fwd_kernel(
     ids_a, len_a, ids_b, len_b, p_idx, q_idx, out, P, stride_a, stride_b, BLOCK: tl.constexpr
 ):

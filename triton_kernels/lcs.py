@@ -34,7 +34,7 @@ def _popcount(x):
     return (x * 0x01010101) >> 24
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["N", "W", "stride_c", "stride_o"])
 def _lcs_fwd_kernel(
     codes,
     lengths,

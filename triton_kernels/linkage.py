@@ -30,7 +30,7 @@ BLOCK = 1024  # lanes of a row's program (linkage_gpu.md)
 INTERPRETER_BLOCK = 16
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n"])
 def _nearest_kernel(d, comp, near_d, near_j, n, BLOCK: tl.constexpr):
     # one program per row: the lightest edge to another component, its first leaf on ties
     r = tl.program_id(0)

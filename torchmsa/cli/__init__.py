@@ -27,10 +27,13 @@ EXAMPLES = """examples:
   torchmsa view aln.fasta -o aln.html --color zappo --tree
   torchmsa batch families/ -o aligned/
   torchmsa serve --port 8765 &  torchmsa submit seqs.fasta --wait -o aln.fasta
+  torchmsa warmup        # once per machine: later processes compile nothing
 """
 
 
-VERBS = ("align", "merge", "pairwise", "score", "batch", "serve", "submit", "status", "fetch")
+VERBS = (
+    "align", "merge", "pairwise", "score", "batch", "serve", "submit", "status", "fetch", "warmup",
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,25 +1,40 @@
-"""Pairwise alignment: the public ``pairwise_align`` and the batched tensor dispatchers."""
+"""Pairwise alignment: ``pairwise_align`` on strings, and beneath it the tensor API
+(``encode_sequences``, ``pairwise_scores``, ``pairwise_traceback``) and the batched dispatchers
+(``pairwise_score_codes``, ``pairwise_align_codes``).
+
+Strings cost Python work only where a ``str`` is read or made: the sequences are encoded in one
+pass over their joined text (``alphabet.encode_batch``) and the gapped rows of all pairs are
+built at once from the ops (:func:`rows_from_ops`). The tensor API has no Python object per pair.
+"""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from torchmsa import constants
-from torchmsa.alphabet import detect_seqtype, encode, get_alphabet
+from torchmsa.alphabet import Alphabet, detect_seqtype, encode_batch, get_alphabet
 from torchmsa.config import MemoryBudget
 from torchmsa.cpu import dp as cpu_dp
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.backend import budget_bytes, resolve_backend, resolve_device
-from torchmsa.scoring import get_scoring
+from torchmsa.scoring import Scoring, get_scoring
 
 __all__ = [
     "PairwiseAlignment",
+    "PairwiseScores",
+    "PairwiseTraceback",
+    "EncodedSequences",
     "pairwise_align",
+    "pairwise_scores",
+    "pairwise_traceback",
+    "encode_sequences",
     "pairwise_score_codes",
     "pairwise_align_codes",
     "ops_to_rows",
+    "rows_from_ops",
 ]
 
 
@@ -40,6 +55,60 @@ class PairwiseAlignment(NamedTuple):
     aligned: tuple[str, str] | None
     a_range: tuple[int | None, int]
     b_range: tuple[int | None, int]
+
+
+class PairwiseScores(NamedTuple):
+    """Scores of a batch of pairs (:func:`pairwise_scores`), tensors on the codes' device.
+
+    Attributes:
+        score: ``int32 [P]`` alignment scores, in matrix units.
+        end_a: ``int32 [P]``, where each alignment ends in ``a`` (exclusive): the aligned
+            region's end in local mode, ``len_a`` otherwise (as ``PairwiseAlignment.a_range``).
+        end_b: the same for ``b``.
+    """
+
+    score: torch.Tensor
+    end_a: torch.Tensor
+    end_b: torch.Tensor
+
+
+class PairwiseTraceback(NamedTuple):
+    """Alignments of a batch of pairs (:func:`pairwise_traceback`), tensors on the codes' device.
+
+    Attributes:
+        score: ``int32 [P]`` alignment scores, in matrix units.
+        start_a, end_a: ``int32 [P]``: the alignment covers ``a[start_a:end_a]`` (all of ``a`` in
+            global and semiglobal mode), as ``PairwiseAlignment.a_range``.
+        start_b, end_b: the same for ``b``.
+        n_ops: ``int32 [P]``, the number of ops (columns) of each alignment.
+        ops: ``uint8 [P, La + Lb]``: pair ``p``'s ops in order in ``ops[p, :n_ops[p]]``, zero
+            after; ``0`` pairs a residue of ``a`` with one of ``b``, ``1`` a residue of ``a`` with
+            a gap, ``2`` a gap with a residue of ``b`` (:func:`rows_from_ops` makes rows of them).
+    """
+
+    score: torch.Tensor
+    start_a: torch.Tensor
+    end_a: torch.Tensor
+    start_b: torch.Tensor
+    end_b: torch.Tensor
+    n_ops: torch.Tensor
+    ops: torch.Tensor
+
+
+class EncodedSequences(NamedTuple):
+    """Sequences as code tensors (:func:`encode_sequences`).
+
+    Attributes:
+        codes: ``uint8 [N, L]`` residue codes (:mod:`torchmsa.alphabet`), ``L`` the longest
+            residue count (at least 1), padded with the alphabet's gap code.
+        lengths: ``int32 [N]`` residue counts (gap characters removed).
+        seqtype: the alphabet's name, ``"protein"``, ``"dna"`` or ``"rna"``: pass it on as the
+            ``seqtype=`` of the other side's encoding and of the alignment call.
+    """
+
+    codes: torch.Tensor
+    lengths: torch.Tensor
+    seqtype: str
 
 
 def pairwise_score_codes(
@@ -109,12 +178,309 @@ def ops_to_rows(ops, a: str, b: str, start_a: int = 0, start_b: int = 0) -> tupl
     return "".join(ra), "".join(rb)
 
 
-def _pad(codes: list, gap: int) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(1, max(len(c) for c in codes))
-    out = torch.full((len(codes), width), gap, dtype=torch.uint8)
-    for i, c in enumerate(codes):
-        out[i, : len(c)] = torch.from_numpy(c)
-    return out, torch.tensor([len(c) for c in codes], dtype=torch.int32)
+def rows_from_ops(
+    ops, n_ops, a: list[str], b: list[str], start_a=None, start_b=None
+) -> list[tuple[str, str]]:
+    """Gapped rows of many alignments at once: what :func:`ops_to_rows` gives pair by pair.
+
+    Arguments:
+        ops: ``uint8 [P, W]`` (numpy, or a CPU tensor); pair ``p``'s ops are ``ops[p, :n_ops[p]]``.
+        n_ops: ``[P]`` op counts.
+        a, b: the pairs' residue texts, ASCII (as :func:`torchmsa.alphabet.encode` leaves them).
+        start_a, start_b: ``[P]``, where each alignment starts in its texts (``None``: at 0).
+
+    Returns:
+        ``(row_a, row_b)`` for each pair.
+    """
+    ops = np.asarray(ops, dtype=np.uint8)
+    n_ops = np.asarray(n_ops, dtype=np.int64).reshape(-1)
+    P = len(a)
+    flat = ops[np.arange(ops.shape[1]) < n_ops[:, None]]  # [K] all pairs' ops, in order
+    bounds = np.zeros(P + 1, np.int64)  # pair p's ops are flat[bounds[p] : bounds[p + 1]]
+    np.cumsum(n_ops, out=bounds[1:])
+    some = n_ops > 0
+    firsts = bounds[:-1][some]  # [P'] the first op of each pair that has ops
+    uses_a = (flat == constants.OP_MATCH) | (flat == constants.OP_UP)
+    sides = []
+    for texts, starts, uses in ((a, start_a, uses_a), (b, start_b, flat != constants.OP_UP)):
+        joined = "".join(texts)
+        sizes = np.fromiter(map(len, texts), np.int64, P)
+        origin = np.cumsum(sizes) - sizes  # where each pair's alignment starts in `joined`
+        if starts is not None:
+            origin += np.asarray(starts, dtype=np.int64).reshape(-1)
+        # one running count of residues used, which jumps at each pair's first op to where
+        # that pair starts: then it is, at an op that uses a residue, that residue's place + 1
+        step = uses.astype(np.int64)  # [K]
+        used = np.add.reduceat(step, firsts) if len(firsts) else step[:0]  # [P']
+        origin = origin[some]
+        step[firsts] += origin - np.concatenate([[0], (origin + used)[:-1]])
+        at = np.cumsum(step) - 1
+        at[~uses] = len(joined)  # the '-' appended to `joined`
+        row = np.frombuffer((joined + "-").encode("ascii"), np.uint8)[at]
+        text = row.tobytes().decode("ascii")
+        sides.append([text[s:e] for s, e in zip(bounds[:-1].tolist(), bounds[1:].tolist())])
+    return list(zip(*sides))
+
+
+def encode_sequences(
+    seqs: list[str], *, seqtype: str | Alphabet = "auto", device="cpu"
+) -> EncodedSequences:
+    """Encode sequences into the tensors :func:`pairwise_scores` and :func:`pairwise_traceback`
+    take, in one vectorised pass.
+
+    Arguments:
+        seqs: sequence texts (a list or tuple of ``str``). Gap characters ``-`` and ``.`` are
+            removed; lower case letters get the code of their upper case form.
+        seqtype: ``"auto"`` (detected from ``seqs``), ``"protein"``, ``"dna"`` or ``"rna"``.
+            Both sides of a batch of pairs need one alphabet: encode the second side with the
+            first one's ``seqtype``.
+        device: where the tensors go: ``"cpu"``, ``"auto"``, ``"cuda"``, ``"cuda:N"`` or a
+            ``torch.device``.
+
+    Returns:
+        An :class:`EncodedSequences` ``(codes, lengths, seqtype)``.
+
+    Raises:
+        InvalidCharacterError: for the first sequence holding a character its alphabet does not
+            allow, naming it ``seqs[k]``, with the 1-based position and the character.
+        ArgumentError: ``seqs`` is one string, or holds something that is not a string.
+
+    >>> enc = encode_sequences(["ACDE", "a-c"], seqtype="protein")
+    >>> enc.codes.tolist(), enc.lengths.tolist(), enc.seqtype
+    ([[0, 4, 3, 6], [0, 4, 27, 27]], [4, 2], 'protein')
+    """
+    if isinstance(seqs, (str, bytes)):
+        raise ArgumentError("`seqs` is one string; pass a list of sequences ([seq] for one)")
+    seqs = list(seqs)
+    for k, seq in enumerate(seqs):
+        if not isinstance(seq, str):
+            raise ArgumentError(
+                f"`seqs[{k}]` is a {type(seq).__name__}, not a string; pass its text (str(seq) "
+                f"for a Bio.Seq)"
+            )
+    auto = isinstance(seqtype, str) and seqtype.strip().lower() == "auto"
+    alphabet = detect_seqtype(seqs) if auto else get_alphabet(seqtype)
+    codes, lengths, _ = _encode(seqs, alphabet, "seqs")
+    dev = resolve_device(device)
+    return EncodedSequences(codes.to(dev), lengths.to(dev), alphabet.name)
+
+
+def _encode(seqs: list[str], alphabet: Alphabet, label: str):
+    """``(uint8 [N, L >= 1] codes, int32 [N] lengths, residue texts)``; a bad sequence is named
+    ``label[k]`` in the error, as the per-sequence ``encode`` names it."""
+    names = [f"{label}[{k}]" for k in range(len(seqs))]
+    codes, lengths, residues = encode_batch(seqs, alphabet, names)
+    if codes.shape[1] == 0:  # only empty sequences: one column of padding, as for any batch
+        codes = np.full((len(seqs), 1), alphabet.gap_code, np.uint8)
+    return torch.from_numpy(codes), torch.from_numpy(lengths), residues
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in constants.MODES:
+        raise ArgumentError(
+            f"Invalid value for `mode` argument: {mode!r}; use 'global', 'local' or 'semiglobal'"
+        )
+
+
+def _setup(mode, seqtype, matrix, gap_open, gap_extend) -> Scoring:
+    _check_mode(mode)
+    if isinstance(seqtype, str) and seqtype.strip().lower() == "auto":
+        raise ArgumentError(
+            "Invalid value for `seqtype` argument: 'auto'; codes carry no letters to detect the "
+            "alphabet from: pass 'protein', 'dna' or 'rna' (EncodedSequences.seqtype)"
+        )
+    return get_scoring(get_alphabet(seqtype), matrix, gap_open, gap_extend)
+
+
+def _check_tensors(codes_a, len_a, codes_b, len_b, alphabet: Alphabet):
+    """The inputs as ``uint8`` codes (at least one column) and ``int32`` lengths, once their
+    types, shapes, devices and values are known to be fine (one host sync for the values)."""
+    args = {"codes_a": codes_a, "len_a": len_a, "codes_b": codes_b, "len_b": len_b}
+    for name, t in args.items():
+        if not isinstance(t, torch.Tensor):
+            raise ArgumentError(
+                f"`{name}` is a {type(t).__name__}, not a torch.Tensor; make codes and lengths "
+                f"with torchmsa.encode_sequences (or torch.as_tensor)"
+            )
+    dev = codes_a.device
+    for side in "ab":
+        codes, lengths = args[f"codes_{side}"], args[f"len_{side}"]
+        if codes.dtype != torch.uint8 or codes.ndim != 2:
+            raise ArgumentError(
+                f"`codes_{side}` must be a uint8 [P, L] tensor of residue codes; got "
+                f"{codes.dtype} {tuple(codes.shape)}"
+            )
+        integer = not (lengths.is_floating_point() or lengths.is_complex())
+        if not integer or lengths.dtype == torch.bool or lengths.shape != codes.shape[:1]:
+            raise ArgumentError(
+                f"`len_{side}` must be an integer [P] tensor with P = {codes.shape[0]} (the rows "
+                f"of `codes_{side}`); got {lengths.dtype} {tuple(lengths.shape)}"
+            )
+        for name, t in ((f"codes_{side}", codes), (f"len_{side}", lengths)):
+            if t.device != dev:
+                raise ArgumentError(
+                    f"`{name}` is on {t.device} but `codes_a` on {dev}; put all four tensors on "
+                    f"one device"
+                )
+    if codes_a.shape[0] != codes_b.shape[0]:
+        raise ArgumentError(
+            f"`codes_a` and `codes_b` hold {codes_a.shape[0]} and {codes_b.shape[0]} sequences; "
+            f"pairs need equal counts"
+        )
+    checks = []  # (flags [P] or [P, L], message maker)
+    for side in "ab":
+        codes, lengths = args[f"codes_{side}"], args[f"len_{side}"].to(torch.int64)
+        width = codes.shape[1]
+        inside = torch.arange(width, device=dev) < lengths[:, None]  # [P, L]
+        checks.append(((lengths < 0) | (lengths > width), _length_message(side, lengths, width)))
+        checks.append((inside & (codes >= alphabet.size), _code_message(side, codes, alphabet)))
+    failed = torch.stack([flags.any() for flags, _ in checks]).tolist()
+    for (flags, message), bad in zip(checks, failed):
+        if bad:
+            raise ArgumentError(message(flags.nonzero()[0].tolist()))
+    out = []
+    for side in "ab":
+        codes, lengths = args[f"codes_{side}"], args[f"len_{side}"]
+        if codes.shape[1] == 0:  # the kernels read at least one column
+            codes = torch.full(
+                (codes.shape[0], 1), alphabet.gap_code, dtype=torch.uint8, device=dev
+            )
+        out += [codes, lengths.to(torch.int32)]
+    return out
+
+
+def _length_message(side: str, lengths: torch.Tensor, width: int):
+    def message(at: list[int]) -> str:
+        (p,) = at
+        return (
+            f"`len_{side}[{p}]` is {int(lengths[p])} but must lie in 0..{width} (the width of "
+            f"`codes_{side}`); pass each sequence's residue count"
+        )
+
+    return message
+
+
+def _code_message(side: str, codes: torch.Tensor, alphabet: Alphabet):
+    def message(at: list[int]) -> str:
+        p, i = at
+        return (
+            f"`codes_{side}[{p}, {i}]` is {int(codes[p, i])}, inside `len_{side}[{p}]`, but the "
+            f"{alphabet.name} alphabet's residue codes are 0..{alphabet.size - 1} "
+            f"({alphabet.gap_code}, the gap code, only pads past a length); encode with "
+            f"torchmsa.encode_sequences, or pass the seqtype the codes were made for"
+        )
+
+    return message
+
+
+def pairwise_scores(
+    codes_a: torch.Tensor,
+    len_a: torch.Tensor,
+    codes_b: torch.Tensor,
+    len_b: torch.Tensor,
+    *,
+    mode: str = "global",
+    matrix=None,
+    gap_open: int | None = None,
+    gap_extend: int | None = None,
+    seqtype: str | Alphabet = "protein",
+    backend: str = "auto",
+    budget: MemoryBudget | int | None = None,
+) -> PairwiseScores:
+    """Scores of many pairs given as code tensors, with no Python object per pair.
+
+    Pair ``p`` is ``(codes_a[p, :len_a[p]], codes_b[p, :len_b[p]])``. The results are those of
+    :func:`pairwise_align` with ``traceback=False`` on the same sequences, on every backend.
+
+    Arguments:
+        codes_a, codes_b: ``uint8 [P, La]`` and ``uint8 [P, Lb]`` residue codes of ``seqtype``'s
+            alphabet (:func:`encode_sequences` makes them); codes past a length are not read.
+        len_a, len_b: ``[P]`` integer tensors of residue counts, on the codes' device.
+        mode, matrix, gap_open, gap_extend, backend: as for :func:`pairwise_align`; the backend
+            follows the codes' device (``"auto"``: Triton on CUDA, numba on the CPU).
+        seqtype: the codes' alphabet, ``"protein"``, ``"dna"`` or ``"rna"`` (not ``"auto"``:
+            codes carry no letters to detect it from).
+        budget: the memory the Triton launches may plan for (bytes or a ``MemoryBudget``;
+            ``None``: the default ``MemoryBudget()``).
+
+    Returns:
+        A :class:`PairwiseScores` ``(score, end_a, end_b)`` of ``int32 [P]`` tensors on the
+        codes' device.
+
+    Raises:
+        ArgumentError: an input's type, dtype, shape or device is wrong, a length lies outside
+            ``0 ..`` its codes' width, or a code inside a length is not a residue code of the
+            alphabet (the message names the first such index); an argument is invalid.
+        ScoringError: as for :func:`pairwise_align`.
+
+    >>> a = encode_sequences(["HEAGAWGHEE"], seqtype="protein")
+    >>> b = encode_sequences(["PAWHEAE"], seqtype="protein")
+    >>> r = pairwise_scores(a.codes, a.lengths, b.codes, b.lengths, mode="local")
+    >>> r.score.tolist(), r.end_a.tolist(), r.end_b.tolist()
+    ([18], [9], [5])
+    """
+    scoring = _setup(mode, seqtype, matrix, gap_open, gap_extend)
+    tensors = _check_tensors(codes_a, len_a, codes_b, len_b, scoring.alphabet)
+    return _scores(*tensors, scoring, mode, backend, budget)
+
+
+def pairwise_traceback(
+    codes_a: torch.Tensor,
+    len_a: torch.Tensor,
+    codes_b: torch.Tensor,
+    len_b: torch.Tensor,
+    *,
+    mode: str = "global",
+    matrix=None,
+    gap_open: int | None = None,
+    gap_extend: int | None = None,
+    seqtype: str | Alphabet = "protein",
+    backend: str = "auto",
+    budget: MemoryBudget | int | None = None,
+) -> PairwiseTraceback:
+    """Alignments (scores, ranges and traceback ops) of many pairs given as code tensors.
+
+    Arguments, checks and results as :func:`pairwise_scores`; the alignments are those of
+    :func:`pairwise_align` on the same sequences (:func:`rows_from_ops` turns the ops and the
+    residue texts into its gapped rows).
+
+    Returns:
+        A :class:`PairwiseTraceback` ``(score, start_a, end_a, start_b, end_b, n_ops, ops)`` on
+        the codes' device, ``ops`` of width ``La + Lb``.
+
+    >>> a = encode_sequences(["HEAGAWGHEE"], seqtype="protein")
+    >>> b = encode_sequences(["PAWHEAE"], seqtype="protein")
+    >>> r = pairwise_traceback(a.codes, a.lengths, b.codes, b.lengths, mode="local")
+    >>> r.score.tolist(), r.start_a.tolist(), r.n_ops.tolist(), r.ops[0, :5].tolist()
+    ([18], [4], [5], [0, 0, 1, 0, 0])
+    """
+    scoring = _setup(mode, seqtype, matrix, gap_open, gap_extend)
+    tensors = _check_tensors(codes_a, len_a, codes_b, len_b, scoring.alphabet)
+    out = _traceback(*tensors, scoring, mode, backend, budget)
+    return out._replace(ops=out.ops[:, : codes_a.shape[1] + codes_b.shape[1]])
+
+
+def _args(ca, la, cb, lb, scoring: Scoring, mode: str) -> tuple:
+    mat = torch.from_numpy(scoring.matrix.copy()).to(ca.device)
+    return (ca, la, cb, lb, mat, scoring.gap_open, scoring.gap_extend, constants.MODES[mode])
+
+
+def _scores(ca, la, cb, lb, scoring, mode, backend, budget) -> PairwiseScores:
+    args = _args(ca, la, cb, lb, scoring, mode)
+    out = pairwise_score_codes(*args, backend=backend, budget=budget).to(ca.device)
+    score, end_a, end_b = out.unbind(1)
+    if mode != "local":
+        end_a, end_b = la.clone(), lb.clone()
+    return PairwiseScores(score, end_a, end_b)
+
+
+def _traceback(ca, la, cb, lb, scoring, mode, backend, budget) -> PairwiseTraceback:
+    args = _args(ca, la, cb, lb, scoring, mode)
+    info, ops = pairwise_align_codes(*args, backend=backend, budget=budget)
+    score, n_ops, start_a, start_b, end_a, end_b = info.to(ca.device).unbind(1)
+    if mode != "local":
+        end_a, end_b = la.clone(), lb.clone()
+    return PairwiseTraceback(score, start_a, end_a, start_b, end_b, n_ops, ops.to(ca.device))
 
 
 def pairwise_align(
@@ -150,7 +516,9 @@ def pairwise_align(
         A :class:`PairwiseAlignment`, or a list of them for list input.
 
     Ties between equally good alignments are broken by the rule in ``torchmsa/cpu/dp.py``,
-    identically on every backend.
+    identically on every backend. For many pairs, :func:`encode_sequences` with
+    :func:`pairwise_scores` or :func:`pairwise_traceback` gives the same results as tensors,
+    without a Python object per pair.
 
     >>> r = pairwise_align("HEAGAWGHEE", "PAWHEAE", mode="local", gap_open=10, gap_extend=1)
     >>> r.score, r.aligned
@@ -164,37 +532,30 @@ def pairwise_align(
         raise ArgumentError(
             f"`a` and `b` hold {len(seqs_a)} and {len(seqs_b)} sequences; pairs need equal counts"
         )
-    if mode not in constants.MODES:
-        raise ArgumentError(
-            f"Invalid value for `mode` argument: {mode!r}; use 'global', 'local' or 'semiglobal'"
-        )
+    _check_mode(mode)
     if not seqs_a:
         return []
     alphabet = detect_seqtype(seqs_a + seqs_b) if seqtype == "auto" else get_alphabet(seqtype)
     scoring = get_scoring(alphabet, matrix, gap_open, gap_extend)
     dev = resolve_device(device)
-    enc_a = [encode(s, alphabet, f"a[{k}]", k) for k, s in enumerate(seqs_a)]
-    enc_b = [encode(s, alphabet, f"b[{k}]", k) for k, s in enumerate(seqs_b)]
-    ca, la = _pad([c for c, _ in enc_a], alphabet.gap_code)
-    cb, lb = _pad([c for c, _ in enc_b], alphabet.gap_code)
-    mat = torch.from_numpy(scoring.matrix.copy())
-    ca, la, cb, lb, mat = (t.to(dev) for t in (ca, la, cb, lb, mat))
-    args = (ca, la, cb, lb, mat, scoring.gap_open, scoring.gap_extend, constants.MODES[mode])
-    results = []
+    ca, la, res_a = _encode(seqs_a, alphabet, "a")
+    cb, lb, res_b = _encode(seqs_b, alphabet, "b")
+    tensors = [t.to(dev) for t in (ca, la, cb, lb)]
     if not traceback:
-        out = pairwise_score_codes(*args, backend=backend).cpu().tolist()
-        for k, (score, ei, ej) in enumerate(out):
-            if mode == "local":
-                ranges = (None, ei), (None, ej)
-            else:
-                ranges = (0, len(enc_a[k][0])), (0, len(enc_b[k][0]))
-            results.append(PairwiseAlignment(score, None, *ranges))
+        r = _scores(*tensors, scoring, mode, backend, None)
+        score, end_a, end_b = torch.stack(tuple(r)).tolist()
+        start = [None if mode == "local" else 0] * len(score)
+        results = [
+            PairwiseAlignment(s, None, (sa, ea), (sb, eb))
+            for s, sa, ea, sb, eb in zip(score, start, end_a, start, end_b)
+        ]
     else:
-        info, ops = pairwise_align_codes(*args, backend=backend)
-        info, ops = info.cpu().tolist(), ops.cpu().numpy()
-        for k, (score, n_ops, si, sj, ei, ej) in enumerate(info):
-            rows = ops_to_rows(ops[k, :n_ops], enc_a[k][1], enc_b[k][1], si, sj)
-            if mode != "local":
-                ei, ej = len(enc_a[k][0]), len(enc_b[k][0])
-            results.append(PairwiseAlignment(score, rows, (si, ei), (sj, ej)))
+        r = _traceback(*tensors, scoring, mode, backend, None)
+        info = torch.stack(r[:6]).cpu().numpy()  # [6, P]
+        rows = rows_from_ops(r.ops.cpu().numpy(), info[5], res_a, res_b, info[1], info[3])
+        score, start_a, end_a, start_b, end_b, _ = info.tolist()
+        results = [
+            PairwiseAlignment(s, row, (sa, ea), (sb, eb))
+            for s, row, sa, ea, sb, eb in zip(score, rows, start_a, end_a, start_b, end_b)
+        ]
     return results[0] if single else results

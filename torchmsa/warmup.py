@@ -1,0 +1,308 @@
+"""Compile ahead: :func:`warmup` fills numba's and Triton's on-disk caches so that the first
+``align`` of a later process compiles nothing.
+
+A cold first call pays for compiling: about a minute of numba functions on any machine, and on
+a GPU one Triton variant per launch shape it meets (1-7 s each on an H100). ``warmup`` runs
+small, fixed tasks that reach every numba function the pipeline calls and every Triton
+variant of the kinds of call the pipeline makes (:mod:`torchmsa._triton.warm`: the DP launch
+shapes come from a short fixed menu), each task in its own process so that the compiling runs
+on every core. The caches are numba's (``NUMBA_CACHE_DIR``, else ``__pycache__`` beside the
+package, else the user's cache folder when the package folder is read-only) and Triton's
+(``TRITON_CACHE_DIR``, else ``~/.triton/cache``); ``TORCHMSA_CACHE_DIR`` puts both under one
+folder (see :mod:`torchmsa.runtime`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["TaskReport", "WarmupReport", "warmup", "TASKS"]
+
+
+@dataclass(frozen=True)
+class TaskReport:
+    """One task: its name, wall seconds in its process, and what it compiled there (numba
+    overloads and Triton kernels built, not loaded from a cache)."""
+
+    name: str
+    seconds: float
+    numba_compiled: int
+    triton_compiled: int
+
+
+@dataclass(frozen=True)
+class WarmupReport:
+    """What :func:`warmup` did: the device, wall seconds, each task, and the cache folders."""
+
+    device: str
+    seconds: float
+    jobs: int
+    tasks: list[TaskReport] = field(default_factory=list)
+    numba_cache: str = ""
+    triton_cache: str = ""
+
+    def summary(self) -> str:
+        built = (
+            sum(t.numba_compiled for t in self.tasks),
+            sum(t.triton_compiled for t in self.tasks),
+        )
+        return (
+            f"warm-up on {self.device}: {len(self.tasks)} tasks in {self.seconds:.1f} s on "
+            f"{self.jobs} processes; compiled {built[0]} numba overloads and {built[1]} Triton "
+            f"kernels (numba cache: {self.numba_cache}; Triton cache: {self.triton_cache})"
+        )
+
+
+# ---- the tasks: each runs in a process of its own ----------------------------------------
+
+
+def _family(n: int, length: int, alphabet: str, seed: int) -> dict[str, str]:
+    """A small family evolved from one ancestor: substitutions and a few indels."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    letters = np.array(list(alphabet))
+    root = letters[rng.integers(0, len(letters), length)]
+    out = {}
+    for s in range(n):
+        seq = root.copy()
+        hit = rng.random(length) < 0.2
+        seq[hit] = letters[rng.integers(0, len(letters), int(hit.sum()))]
+        cut = rng.integers(0, length - 10)
+        seq = np.concatenate([seq[:cut], seq[cut + rng.integers(0, 6) :]])
+        out[f"w{s}"] = "".join(seq)
+    return out
+
+
+PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
+
+
+def _align_modes(device: str, modes: tuple[str, ...], **kw) -> None:
+    import torchmsa
+
+    fam = _family(24, 90, PROTEIN, 1)
+    for mode in modes:
+        torchmsa.align(fam, mode=mode, device=device, **kw)
+
+
+def _trees(device: str) -> None:
+    import torchmsa
+
+    fam = _family(24, 90, PROTEIN, 2)
+    for tree in ("upgma", "nj", "single", "lcs", "parttree"):
+        torchmsa.align(fam, mode="fast", tree=tree, device=device)
+    torchmsa.align(_family(16, 150, "ACGT", 3), device=device)
+
+
+def _pairwise(device: str) -> None:
+    import torchmsa
+
+    fam = list(_family(6, 60, PROTEIN, 4).values())
+    for mode in ("global", "local", "semiglobal"):
+        for traceback in (False, True):
+            torchmsa.pairwise_align(fam[:3], fam[3:], mode=mode, traceback=traceback, device=device)
+
+
+def _add_merge(device: str) -> None:
+    import torchmsa
+
+    fam = _family(20, 80, PROTEIN, 5)
+    names = list(fam)
+    ref = torchmsa.align({k: fam[k] for k in names[:12]}, device=device)
+    torchmsa.add(ref, {k: fam[k] for k in names[12:]}, device=device)
+    other = torchmsa.align({k: fam[k] for k in names[12:]}, device=device)
+    torchmsa.merge(ref, other, device=device)
+
+
+def _on_gpu(modes: tuple[str, ...]) -> Callable[[str], None]:
+    """Pipeline runs on the GPU (no job kept on the host): k-mer, LCS, linkage and profile
+    kernels as real jobs launch them."""
+
+    def run(device: str) -> None:
+        from torchmsa.config import ExecutionPolicy
+
+        policy = ExecutionPolicy(host_job_max_n=0)
+        _align_modes(device, modes, policy=policy)
+
+    return run
+
+
+def _dp_kind(kind: str, shard: int) -> Callable[[str], None]:
+    """Every other launch shape (from ``shard``) of the pipeline's DP calls of one kind: two
+    tasks per kind, as a profile kind alone compiles for about a minute."""
+
+    def run(device: str) -> None:
+        import torch
+
+        from torchmsa._triton import warm
+        from torchmsa.alphabet import get_alphabet
+        from torchmsa.constants import LOCAL, SEMIGLOBAL
+        from torchmsa.pipeline.accurate import local_scoring
+
+        dev = torch.device(device)
+        if kind == "profile":
+            warm.profile_variants(dev, shard, DP_SHARDS)
+            return
+        done = set()
+        for name in ("protein", "dna"):
+            sc = local_scoring(get_alphabet(name))
+            mat = sc.matrix.numpy()
+            key = warm.element_bits(mat, sc.gap_open)
+            if key in done:
+                continue
+            done.add(key)
+            mode, trace = {"local-score": (LOCAL, False), "local-trace": (LOCAL, True)}.get(
+                kind, (SEMIGLOBAL, True)
+            )
+            warm.pair_variants(
+                dev, mode, trace, mat, sc.gap_open, sc.gap_extend, shard=(shard, DP_SHARDS)
+            )
+
+    return run
+
+
+CPU_TASKS: dict[str, Callable[[str], None]] = {
+    "align-default": lambda d: _align_modes(d, ("default",)),
+    "align-accurate": lambda d: _align_modes(d, ("accurate",)),
+    "align-fast": lambda d: _align_modes(d, ("fast",)),
+    "trees": _trees,
+    "pairwise": _pairwise,
+    "add-merge": _add_merge,
+}
+DP_SHARDS = 2
+GPU_TASKS: dict[str, Callable[[str], None]] = {
+    **{
+        f"dp-{kind}-{shard}": _dp_kind(kind, shard)
+        for kind in ("local-score", "local-trace", "semiglobal-trace", "profile")
+        for shard in range(DP_SHARDS)
+    },
+    "gpu-default": _on_gpu(("default",)),
+    "gpu-accurate": _on_gpu(("accurate",)),
+    "gpu-fast": _on_gpu(("fast",)),
+}
+TASKS = {**CPU_TASKS, **GPU_TASKS}
+CORE = "align-default"  # the numba functions every other task calls
+
+
+def _run_task(name: str, device: str) -> TaskReport:
+    """Run one task in this process, counting what had to be compiled."""
+    start = time.perf_counter()
+    triton_built = _count_triton_builds()
+    before = _numba_misses()
+    # CPU tasks run on the CPU wherever the warm-up runs: a GPU job of their size is a host job
+    TASKS[name]("cpu" if name in CPU_TASKS else device)
+    _sync(device)
+    return TaskReport(name, time.perf_counter() - start, _numba_misses() - before, triton_built())
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _count_triton_builds() -> Callable[[], int]:
+    """A counter of Triton kernels compiled (not loaded from the cache) from now on."""
+    try:
+        from triton import knobs
+    except ImportError:  # Triton without compilation hooks: nothing counted
+        return lambda: 0
+    built = [0]
+    previous = knobs.compilation.listener
+
+    def listener(*, src, metadata, metadata_group, times, cache_hit):
+        built[0] += not cache_hit
+        if previous is not None:
+            previous(
+                src=src, metadata=metadata, metadata_group=metadata_group, times=times,
+                cache_hit=cache_hit,
+            )  # fmt: skip
+
+    knobs.compilation.listener = listener
+    return lambda: built[0]
+
+
+def _numba_misses() -> int:
+    """numba overloads compiled in this process so far (cache misses of torchmsa's jitted
+    functions)."""
+    import sys
+
+    from numba.core.registry import CPUDispatcher
+
+    seen, total = set(), 0
+    for mod_name, mod in list(sys.modules.items()):
+        if not mod_name.startswith("torchmsa") or mod is None:
+            continue
+        for value in vars(mod).values():
+            if isinstance(value, CPUDispatcher) and id(value) not in seen:
+                seen.add(id(value))
+                total += sum(value.stats.cache_misses.values())
+    return total
+
+
+# ---- the entry point ------------------------------------------------------------------------
+
+
+def warmup(
+    device="auto", *, jobs: int | None = None, tasks: list[str] | None = None
+) -> WarmupReport:
+    """Compile every numba function and Triton kernel variant the pipeline uses into the
+    on-disk caches, so that later processes start without compiling.
+
+    Arguments:
+        device: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``: which kernels to build (the
+            numba functions are built in every case; a GPU adds the Triton variants).
+        jobs: processes compiling at once (``None``: one per CPU core, at most one per task;
+            ``1``: every task in this process).
+        tasks: names from :data:`TASKS` (``None``: every task for the device).
+
+    Returns:
+        A :class:`WarmupReport`; its ``summary()`` is one line.
+    """
+    from torchmsa.errors import ArgumentError
+    from torchmsa.ops.backend import resolve_device
+
+    dev = resolve_device(device)
+    names = list(CPU_TASKS) + (list(GPU_TASKS) if dev.type == "cuda" else [])
+    if tasks is not None:
+        unknown = [t for t in tasks if t not in TASKS]
+        if unknown:
+            raise ArgumentError(
+                f"unknown warm-up task {unknown[0]!r}; use one of {', '.join(TASKS)}"
+            )
+        names = list(tasks)
+    if jobs is not None and jobs < 1:
+        raise ArgumentError(f"Invalid value for `jobs` argument: {jobs!r}; use 1 or more")
+    jobs = min(jobs or os.cpu_count() or 1, max(1, len(names)))
+    # on few cores the core goes first, alone on the CPU side: every other CPU task calls its
+    # functions and would compile them again beside it (the GPU tasks compile beside it); with
+    # a core for most tasks that costs no wall time and everything starts at once
+    first = [n for n in names if n == CORE or n in GPU_TASKS or 2 * jobs >= len(names)]
+    stages = [first, [n for n in names if n not in first]]
+    start = time.perf_counter()
+    reports = []
+    if jobs == 1:
+        reports = [_run_task(name, str(dev)) for stage in stages for name in stage]
+    else:
+        # spawned processes: a fork would copy this process's CUDA context and thread pools
+        ctx = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+            for stage in stages:
+                reports += pool.map(_run_task, stage, [str(dev)] * len(stage))
+    return WarmupReport(str(dev), time.perf_counter() - start, jobs, reports, *_cache_folders())
+
+
+def _cache_folders() -> tuple[str, str]:
+    import numba
+
+    numba_dir = numba.config.CACHE_DIR or "__pycache__ beside the package (or the user cache)"
+    triton_dir = os.environ.get("TRITON_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".triton", "cache"
+    )
+    return numba_dir, triton_dir
