@@ -26,7 +26,8 @@ Regimes, per ``--mode`` (each mode gets its own cache folders):
 * ``in-process-warm``: one child Python process on the same caches imports torchmsa (its
   ``import_s``), aligns every case once untimed (``first_pass_s``), then times
   ``torchmsa.align(case, mode=MODE, device=DEVICE, policy=ExecutionPolicy(threads=T))`` per
-  case, CUDA synchronised on both ends.
+  case, CUDA synchronised on both ends. ``triton_built`` and ``numba_built``: the Triton
+  kernels and numba overloads each case's untimed align compiled (after a warm-up: none).
 * ``peers``: ``--peers`` (``benchmarks.peers`` names) per case with ``--threads`` threads, each
   a fresh process: command-line peers as :func:`benchmarks.peers.run_peer` runs them, pyfamsa in
   a child Python process timed whole. A peer that is not installed gives one ``note`` row.
@@ -83,7 +84,9 @@ import torchmsa
 import torch
 from torchmsa.config import ExecutionPolicy
 from torchmsa.io import write_alignment
+from torchmsa.precompile import numba_compiled, triton_build_counter
 import_s = time.perf_counter() - t0
+triton_built = triton_build_counter()
 spec = json.loads(sys.argv[1])
 kw = {"mode": spec["mode"], "device": spec["device"]}
 kw["policy"] = ExecutionPolicy(threads=spec["threads"])
@@ -92,11 +95,14 @@ def sync():
     if cuda:
         torch.cuda.synchronize()
 t0 = time.perf_counter()
+built = []  # what each case's first align compiled: Triton kernels, numba overloads
 for path in spec["inputs"]:
+    before = triton_built(), numba_compiled()
     try:
         torchmsa.align(path, **kw)
     except Exception:
         pass  # the timed pass reports it
+    built.append((triton_built() - before[0], numba_compiled() - before[1]))
 first_pass_s = time.perf_counter() - t0
 cases = []
 for path, out in zip(spec["inputs"], spec["outputs"]):
@@ -109,6 +115,8 @@ for path, out in zip(spec["inputs"], spec["outputs"]):
         write_alignment(aln.names, aln.rows, out)
     except Exception as exc:
         cases.append({"wall_s": None, "error": f"{type(exc).__name__}: {exc}"[:300]})
+for case, (tri, nb) in zip(cases, built):
+    case.update(triton_built=tri, numba_built=nb)
 print(json.dumps({"import_s": import_s, "first_pass_s": first_pass_s, "cases": cases}))
 """
 
@@ -327,6 +335,8 @@ def driver_rows(cases: list[Case], mode: str, env: dict, args, caches: str) -> l
         else:
             row["import_s"], row["first_pass_s"] = result["import_s"], result["first_pass_s"]
             got = result["cases"][k]
+            # compiled by the case's first, untimed align (after a warm-up: nothing)
+            row["triton_built"], row["numba_built"] = got["triton_built"], got["numba_built"]
             if got["error"]:
                 row["note"] = got["error"]
             else:
@@ -434,6 +444,9 @@ def summarize(rows: list[dict], peers: Sequence[str] = ()) -> list[dict]:
         for key in ("import_s", "first_pass_s", "process_s"):
             if key in first:
                 s[key] = first[key]
+        for key in ("triton_built", "numba_built"):
+            if key in first:
+                s[key] = sum(int(r.get(key) or 0) for r in group)
         if tool == "torchmsa":
             for peer, theirs in peer_walls.items():
                 both = [r for r in ok if r["case"] in theirs]
@@ -522,7 +535,8 @@ def main(argv=None) -> int:
             # after every mode, so a run cut short by a time limit keeps what it finished
             append_rows("cold_start", [*mine, *new], meta, args.out)
     cols = ["regime", "tool", "mode", "cases", "failures", "wall_s", "median_s", "max_s"]
-    cols += ["max_over_median", "sp", "import_s", *(f"vs_{p}" for p in peers), "note"]
+    cols += ["max_over_median", "sp", "import_s", "triton_built", "numba_built"]
+    cols += [*(f"vs_{p}" for p in peers), "note"]
     print(markdown_table(sums, cols))
     return 0
 

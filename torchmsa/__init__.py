@@ -28,6 +28,7 @@ from torchmsa.ops.pairwise import (
     pairwise_traceback,
 )
 from torchmsa.pipeline import align, align_many, build_tree
+from torchmsa.precompile import warmup
 from torchmsa.sequences import SequenceBatch
 from torchmsa.tree import Tree
 
@@ -66,4 +67,5 @@ __all__ = [
     "pairwise_traceback",
     "shared_kmer_counts",
     "templates",
+    "warmup",
 ]

@@ -19,13 +19,13 @@ from torchmsa.constants import GLOBAL, KEY_BITS, MODES, RES_ONE
 from torchmsa.errors import ArgumentError, ResourceError
 
 # a short, fixed menu: every launch shape is one more kernel to compile (1-7 s each on an H100),
-# so the menu bounds what a workload can compile and what ``torchmsa.warmup`` must (decision
-# 0037: 64 lanes and 12 or 20 rows per lane cost at most 22% of modelled time and are gone);
-# past 32 lanes a pair spans warps and the lanes trade rows through shared memory with
-# barriers (XWARP_COST per step)
+# so the menu bounds what a workload can compile and what ``torchmsa.warmup()`` must (decision
+# 0037: without 64 lanes and 12 rows per lane no modelled time grows by more than 22%; 20 rows
+# stay for score-only calls, whose 300-residue shape it is); past 32 lanes a pair spans warps
+# and the lanes trade rows through shared memory with barriers (XWARP_COST per step)
 Q_CHOICES = (4, 16, 32, 128)
 XWARP_COST = 8
-R_CHOICES = (4, 8, 16, 24)
+R_CHOICES = (4, 8, 16, 20, 24)
 # rows per lane past which the kernel spills registers on sm_90 (the traceback variant keeps
 # the direction bits, the profile variant two gap costs per row)
 R_MAX_TRACE = 16
@@ -273,7 +273,7 @@ def r_cap(profile: bool, trace: bool) -> int:
 
 def menu(r_max: int) -> list[Config]:
     """Every launch shape :func:`choose_config` can return under ``r_max``: the whole set of
-    fill-kernel variants of one kind of call (``torchmsa.warmup`` compiles them all)."""
+    fill-kernel variants of one kind of call (``torchmsa.warmup()`` compiles them all)."""
     out = []
     for q in Q_CHOICES:
         for r in (r for r in R_CHOICES if r <= r_max):

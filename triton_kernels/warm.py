@@ -1,4 +1,4 @@
-"""Every DP kernel variant a kind of call can launch, compiled ahead (``torchmsa.warmup``).
+"""Every DP kernel variant a kind of call can launch, compiled ahead (``torchmsa.warmup()``).
 
 A fill kernel variant is fixed by the kind of call (pairs or profiles, score only or with
 traceback, the DP mode, the query profile's element bits, packed best-cell keys) and by the

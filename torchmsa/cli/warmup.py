@@ -7,7 +7,7 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub) -> None:
-    from torchmsa.warmup import TASKS
+    from torchmsa.precompile import TASKS
 
     p = sub.add_parser(
         "warmup",
@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     import sys
 
-    from torchmsa.warmup import warmup
+    from torchmsa.precompile import warmup
 
     report = warmup(args.device, jobs=args.jobs, tasks=args.task)
     if args.verbose:

@@ -1,5 +1,5 @@
-"""Compile ahead: :func:`warmup` fills numba's and Triton's on-disk caches so that the first
-``align`` of a later process compiles nothing.
+"""Compile ahead: :func:`warmup` (``torchmsa.warmup``) fills numba's and Triton's on-disk
+caches so that the first ``align`` of a later process compiles nothing.
 
 A cold first call pays for compiling: about a minute of numba functions on any machine, and on
 a GPU one Triton variant per launch shape it meets (1-7 s each on an H100). ``warmup`` runs
@@ -21,7 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["TaskReport", "WarmupReport", "warmup", "TASKS"]
+__all__ = [
+    "TaskReport", "WarmupReport", "warmup", "TASKS", "triton_build_counter", "numba_compiled"
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,40 +85,41 @@ PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
 
 
 def _align_modes(device: str, modes: tuple[str, ...], **kw) -> None:
-    import torchmsa
+    from torchmsa.pipeline import align
 
     fam = _family(24, 90, PROTEIN, 1)
     for mode in modes:
-        torchmsa.align(fam, mode=mode, device=device, **kw)
+        align(fam, mode=mode, device=device, **kw)
 
 
 def _trees(device: str) -> None:
-    import torchmsa
+    from torchmsa.pipeline import align
 
     fam = _family(24, 90, PROTEIN, 2)
     for tree in ("upgma", "nj", "single", "lcs", "parttree"):
-        torchmsa.align(fam, mode="fast", tree=tree, device=device)
-    torchmsa.align(_family(16, 150, "ACGT", 3), device=device)
+        align(fam, mode="fast", tree=tree, device=device)
+    align(_family(16, 150, "ACGT", 3), device=device)
 
 
 def _pairwise(device: str) -> None:
-    import torchmsa
+    from torchmsa.ops.pairwise import pairwise_align
 
     fam = list(_family(6, 60, PROTEIN, 4).values())
     for mode in ("global", "local", "semiglobal"):
         for traceback in (False, True):
-            torchmsa.pairwise_align(fam[:3], fam[3:], mode=mode, traceback=traceback, device=device)
+            pairwise_align(fam[:3], fam[3:], mode=mode, traceback=traceback, device=device)
 
 
 def _add_merge(device: str) -> None:
-    import torchmsa
+    from torchmsa.addmerge import add, merge
+    from torchmsa.pipeline import align
 
     fam = _family(20, 80, PROTEIN, 5)
     names = list(fam)
-    ref = torchmsa.align({k: fam[k] for k in names[:12]}, device=device)
-    torchmsa.add(ref, {k: fam[k] for k in names[12:]}, device=device)
-    other = torchmsa.align({k: fam[k] for k in names[12:]}, device=device)
-    torchmsa.merge(ref, other, device=device)
+    ref = align({k: fam[k] for k in names[:12]}, device=device)
+    add(ref, {k: fam[k] for k in names[12:]}, device=device)
+    other = align({k: fam[k] for k in names[12:]}, device=device)
+    merge(ref, other, device=device)
 
 
 def _on_gpu(modes: tuple[str, ...]) -> Callable[[str], None]:
@@ -192,12 +195,12 @@ CORE = "align-default"  # the numba functions every other task calls
 def _run_task(name: str, device: str) -> TaskReport:
     """Run one task in this process, counting what had to be compiled."""
     start = time.perf_counter()
-    triton_built = _count_triton_builds()
-    before = _numba_misses()
+    triton_built = triton_build_counter()
+    before = numba_compiled()
     # CPU tasks run on the CPU wherever the warm-up runs: a GPU job of their size is a host job
     TASKS[name]("cpu" if name in CPU_TASKS else device)
     _sync(device)
-    return TaskReport(name, time.perf_counter() - start, _numba_misses() - before, triton_built())
+    return TaskReport(name, time.perf_counter() - start, numba_compiled() - before, triton_built())
 
 
 def _sync(device: str) -> None:
@@ -207,7 +210,7 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _count_triton_builds() -> Callable[[], int]:
+def triton_build_counter() -> Callable[[], int]:
     """A counter of Triton kernels compiled (not loaded from the cache) from now on."""
     try:
         from triton import knobs
@@ -228,7 +231,7 @@ def _count_triton_builds() -> Callable[[], int]:
     return lambda: built[0]
 
 
-def _numba_misses() -> int:
+def numba_compiled() -> int:
     """numba overloads compiled in this process so far (cache misses of torchmsa's jitted
     functions)."""
     import sys
