@@ -318,6 +318,11 @@ class ExecutionPolicy(_Checked):
 # ---- how much memory ------------------------------------------------------------------------
 
 
+def _current(stats: dict, name: str) -> int:
+    """The current value of one of torch's CUDA allocator statistics (0 before any use)."""
+    return int(stats.get(name, {}).get("all", {}).get("current", 0))
+
+
 @dataclass(frozen=True, kw_only=True, repr=False)
 class MemoryBudget(_Checked):
     """How much memory one stage may plan for.
@@ -342,7 +347,10 @@ class MemoryBudget(_Checked):
             import torch
 
             free, _ = torch.cuda.mem_get_info(device)
-            cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+            # one nested-stats call: memory_reserved and memory_allocated each flatten every
+            # statistic (0.3 ms apiece, a tenth of a 10,000-pair DP call)
+            stats = torch.cuda.memory_stats_as_nested_dict(device)
+            cached = _current(stats, "reserved_bytes") - _current(stats, "allocated_bytes")
             return int((free + cached) * self.device_fraction)
         if self.host_bytes is not None:
             return self.host_bytes
