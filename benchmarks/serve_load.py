@@ -262,6 +262,7 @@ def main(argv=None) -> int:
     )
     p.add_argument("--url", help="an already running server (else one is started)")
     p.add_argument("--device", default="auto", help="the started server's --device")
+    p.add_argument("--http-procs", type=int, default=1, help="the started server's --http-procs")
     p.add_argument("--deadline", type=float, default=300.0)
     p.add_argument(
         "--cold",
@@ -276,7 +277,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="torchmsa-load-") as tmp:
         url = args.url
         if url is None:
-            proc, url = spawn_server(tmp, "--device", args.device, log=Path(tmp) / "server.log")
+            proc, url = spawn_server(
+                tmp, "--device", args.device, "--http-procs", str(args.http_procs),
+                log=Path(tmp) / "server.log",
+            )  # fmt: skip
         try:
             warmup = None if args.cold else warm_up(url, args.mode, args.deadline)
             t0 = time.perf_counter()
@@ -304,6 +308,7 @@ def main(argv=None) -> int:
         "mode": args.mode,
         "n_jobs": n,
         "rate": args.rate,
+        "http_procs": args.http_procs,
         "accepted": len(ids),
         "distinct": len(set(ids)),
         "lost": len(set(ids) - set(listed)),

@@ -102,6 +102,26 @@ def test_post_latency_p95_at_a_steady_rate(loaded):
     assert _report(f"{N_LOAD} at {STEADY_RATE:g}/s", posted, drained) <= P95_LIMIT_S
 
 
+def test_two_http_processes_share_the_port_and_lose_nothing(tmp_path, server_log):
+    """``--http-procs 2``: a second process answers on the same socket and store; every job of
+    a burst is accepted once and runs once, ``/health`` shows the worker whichever process
+    answers (fresh connections land on either), and SIGTERM stops the server cleanly."""
+    proc, url = spawn_server(
+        tmp_path / "data", "--device", "cpu", "--http-procs", "2", log=server_log
+    )
+    try:
+        bodies = families(60, seqs=4, length=40, seed=4)
+        posted = post_all(url, bodies, concurrency=60, user="two", deadline=120)
+        _check_none_lost(url, "two", bodies, posted)
+        for _ in range(20):
+            with httpx.Client(base_url=url) as c:
+                health = c.get("/health").json()
+            assert health["status"] == "ok"
+            assert [w["device"] for w in health["workers"]] == ["cpu"]
+    finally:
+        assert stop_server(proc) == 0
+
+
 def _bigger(n_jobs: int) -> list[str]:
     return families(n_jobs, seqs=24, length=160, seed=2)
 

@@ -52,6 +52,13 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--cap-gb", type=float, default=2.0, help="store size cap in GiB (LRU eviction; default 2)"
     )
+    p.add_argument(
+        "--http-procs",
+        type=int,
+        default=1,
+        help="processes answering HTTP on the one port (default 1; 2 on a small machine "
+        "answers a burst of submissions sooner)",
+    )
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     p.set_defaults(func=run)
 
@@ -96,4 +103,5 @@ def run(args) -> int:
         max_seqs=args.max_seqs,
         cap_bytes=int(args.cap_gb * (1 << 30)),
         log_level=args.log_level,
+        http_procs=args.http_procs,
     )

@@ -176,6 +176,10 @@ class WorkerProcesses:
         for slot in self._slots:
             slot.wake.set()
 
+    def wakes(self) -> list:
+        """The workers' wake-up events (process-shared: other HTTP processes set them)."""
+        return [slot.wake for slot in self._slots]
+
     def _watch(self) -> None:
         while not self._halt.wait(self.check):
             with self._lock:

@@ -14,6 +14,8 @@ tests.
 from __future__ import annotations
 
 import contextlib
+import json
+import multiprocessing
 import signal
 import socket
 import sys
@@ -27,7 +29,7 @@ from torchmsa.serve.app import create_app
 from torchmsa.serve.limits import MAX_BYTES, MAX_SEQS
 from torchmsa.serve.procs import WorkerProcesses
 
-__all__ = ["serve", "start", "Running", "worker_devices"]
+__all__ = ["serve", "start", "Running", "worker_devices", "HttpProcesses"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -84,6 +86,17 @@ def _url(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def _config(app, log_level: str) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        limit_concurrency=4096,
+        backlog=2048,
+    )
+
+
 def _setup(
     store, host, port, token, devices, cpu_workers, max_bytes, max_seqs, poll, log_level, nice
 ) -> tuple[_Server, WorkerProcesses, socket.socket]:
@@ -97,15 +110,82 @@ def _setup(
         notify=pool.notify,
     )
     sock = _bind(host, port)
-    config = uvicorn.Config(
-        app,
-        log_level=log_level,
-        access_log=False,
-        timeout_graceful_shutdown=5,
-        limit_concurrency=4096,
-        backlog=2048,
-    )
-    return _Server(config), pool, sock
+    return _Server(_config(app, log_level)), pool, sock
+
+
+def _http_main(sock, store_spec: dict, app_opts: dict, wakes, health, log_level: str) -> None:
+    """One more HTTP process: the same application on the same socket and store. SIGTERM
+    from the parent (or Ctrl-C, which reaches the whole process group) stops it as it stops
+    the parent's server: uvicorn finishes the requests it holds, and a job it accepted was
+    committed before the reply."""
+    from torchmsa.serve.store import Store
+
+    store = Store.open(store_spec.pop("url"), **store_spec)
+    try:
+
+        def notify() -> None:
+            for wake in wakes:
+                wake.set()
+
+        def workers() -> list:
+            return json.loads(health.value.decode() or "[]")
+
+        app = create_app(store, workers=workers, notify=notify, **app_opts)
+        _Server(_config(app, log_level)).run(sockets=[sock])
+    finally:
+        store.close()
+
+
+class HttpProcesses:
+    """``count`` more HTTP processes answering on the parent's socket (``--http-procs``): on a
+    few cores one process's event loop parses and checks the requests of a burst one after
+    another; several take them in parallel (the kernel spreads the connections). The workers'
+    ``/health`` figures reach them through shared memory, refreshed every half second."""
+
+    def __init__(self, count: int, sock, store, pool: WorkerProcesses, app_opts: dict, log_level):
+        self._ctx = multiprocessing.get_context("spawn")
+        self._pool = pool
+        self._health = self._ctx.Array("c", 1 << 16, lock=False)
+        spec = {
+            "url": store.url,
+            "cap_bytes": store.cap_bytes,
+            "max_bytes": store.max_bytes,
+            "max_seqs": store.max_seqs,
+        }
+        args = (sock, spec, app_opts, pool.wakes(), self._health, log_level)
+        self._procs = [
+            self._ctx.Process(target=_http_main, args=args, name=f"torchmsa-http-{k + 1}")
+            for k in range(count)
+        ]
+        self._done = threading.Event()
+
+    def start(self) -> None:
+        self._publish()
+        for proc in self._procs:
+            proc.start()
+        if self._procs:
+            threading.Thread(target=self._refresh, name="torchmsa-health", daemon=True).start()
+
+    def _publish(self) -> None:
+        data = json.dumps(self._pool.describe()).encode()[: len(self._health) - 1]
+        self._health.value = data
+
+    def _refresh(self) -> None:
+        while not self._done.wait(0.5):
+            self._publish()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the processes (SIGTERM: they finish the requests they hold)."""
+        self._done.set()
+        for proc in self._procs:
+            if proc.is_alive():
+                proc.terminate()
+        end = time.monotonic() + timeout
+        for proc in self._procs:
+            proc.join(max(0.0, end - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
 
 
 def serve(
@@ -125,6 +205,7 @@ def serve(
     nice: int = 5,
     log_level: str = "warning",
     announce: Callable[[str], None] | None = None,
+    http_procs: int = 1,
 ) -> int:
     """Serve until SIGTERM or SIGINT (``torchmsa serve``); returns the exit status (0).
 
@@ -146,9 +227,11 @@ def serve(
             first when the workers keep every core busy.
         log_level: uvicorn's log level.
         announce: called with the URL once the socket listens (default: print it).
+        http_procs: processes answering HTTP on the one socket (:class:`HttpProcesses`).
     """
     from torchmsa.serve.store import Store
 
+    _check_procs(http_procs)
     store = Store.open(
         db, data_dir=data, cap_bytes=cap_bytes, max_bytes=max_bytes, max_seqs=max_seqs
     )
@@ -160,12 +243,16 @@ def serve(
         )  # fmt: skip
         url = _url(sock)
         pool.start()
+        app_opts = {"token": token, "max_bytes": max_bytes, "max_seqs": max_seqs}
+        http = HttpProcesses(http_procs - 1, sock, store, pool, app_opts, log_level)
+        http.start()
         (announce or _print)(url)
         if requeued:
             print(f"torchmsa: {requeued} interrupted job(s) queued again", file=sys.stderr)
         try:
             server.run(sockets=[sock])
         finally:
+            http.close()
             sock.close()
             if not pool.close(grace):
                 print(
@@ -188,10 +275,10 @@ class Running:
     workers in their processes (:attr:`workers`); ``stop()`` ends it."""
 
     def __init__(
-        self, server: _Server, pool: WorkerProcesses, sock: socket.socket, store, own_store
+        self, server: _Server, pool: WorkerProcesses, sock: socket.socket, store, own_store, http
     ):
         self.url = _url(sock)
-        self._server, self._pool, self._sock = server, pool, sock
+        self._server, self._pool, self._sock, self._http = server, pool, sock, http
         self.workers = pool
         self.store, self._own_store = store, own_store
         self._thread = threading.Thread(
@@ -200,6 +287,7 @@ class Running:
 
     def _start(self) -> Running:
         self._pool.start()
+        self._http.start()
         self._thread.start()
         end = time.monotonic() + 30
         while not self._server.started and self._thread.is_alive():
@@ -211,6 +299,7 @@ class Running:
     def stop(self, grace: float = 10.0) -> None:
         self._server.should_exit = True
         self._thread.join(30)
+        self._http.close()
         self._sock.close()
         self._pool.close(grace)
         if self._own_store:
@@ -237,13 +326,15 @@ def start(
     max_seqs: int = MAX_SEQS,
     poll: float = 0.25,
     nice: int = 5,
+    http_procs: int = 1,
 ) -> Running:
     """Start the service (HTTP in a background thread, workers in processes of their own)
     and return once it listens.
 
     ``store``: an open store (kept open at ``stop()``), else one in ``data``. ``workers=False``
-    serves without workers (jobs stay queued). Other arguments as :func:`serve`. The workers
-    are started with the ``spawn`` method: a script that calls this needs the
+    serves without workers (jobs stay queued). Other arguments as :func:`serve`
+    (``http_procs - 1`` more HTTP processes share the socket with the background thread).
+    The workers are started with the ``spawn`` method: a script that calls this needs the
     ``if __name__ == "__main__":`` guard (notebooks do not).
 
     >>> with start(data=tmp) as srv:                   # doctest: +SKIP
@@ -256,7 +347,19 @@ def start(
         store = Store.open(None, data_dir=data, max_bytes=max_bytes, max_seqs=max_seqs)
         store.requeue_at_start()
     devices = worker_devices(device) if workers else []
+    _check_procs(http_procs)
     server, pool, sock = _setup(
         store, host, port, token, devices, cpu_workers, max_bytes, max_seqs, poll, "warning", nice
     )
-    return Running(server, pool, sock, store, own)._start()
+    app_opts = {"token": token, "max_bytes": max_bytes, "max_seqs": max_seqs}
+    http = HttpProcesses(http_procs - 1, sock, store, pool, app_opts, "warning")
+    return Running(server, pool, sock, store, own, http)._start()
+
+
+def _check_procs(http_procs) -> None:
+    if isinstance(http_procs, bool) or not isinstance(http_procs, int) or http_procs < 1:
+        from torchmsa.errors import ArgumentError
+
+        raise ArgumentError(
+            f"Invalid value for `http_procs` argument: {http_procs!r}; use 1 or more processes"
+        )
