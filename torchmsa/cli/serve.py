@@ -56,8 +56,7 @@ def add_parser(sub) -> None:
         "--http-procs",
         type=int,
         default=1,
-        help="processes answering HTTP on the one port (default 1; 2 on a small machine "
-        "answers a burst of submissions sooner)",
+        help="processes answering HTTP on the one port and store (default 1)",
     )
     p.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     p.set_defaults(func=run)
