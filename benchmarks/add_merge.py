@@ -19,8 +19,10 @@ Timing (``--timing``): a synthetic family (a random root, 20% substitutions and 
 ``--n-add`` more are added with ``torchmsa.add`` twice (timed, with CUDA synchronised:
 ``add-timing-first`` pays what the process has not compiled or loaded yet, from the disk caches
 as found; ``add-timing-again`` is in-process warm), and the reference columns are checked to
-be unchanged. ``--quick``: 50 + 200 sequences of 60
-residues, for a CPU smoke run.
+be unchanged. Then the same add as fresh processes (``add-process``): ``torchmsa align --add``
+with the caches the calls above filled, and ``mafft --add --thread T`` beside it (its
+reference rows checked the same way). ``--quick``: 50 + 200 sequences of 60 residues, for a
+CPU smoke run.
 """
 
 from __future__ import annotations
@@ -223,8 +225,49 @@ def timing(args) -> None:
                 "reference_kept": same,
             }
         )
+    rows += _process_timing(ref, new, n_ref, args)
     append_rows("add_merge", rows, run_metadata(args.device), args.out)
     print(markdown_table(rows))
+
+
+def _process_timing(ref, new: dict, n_ref: int, args) -> list[dict]:
+    """The same add as whole fresh processes, as a user runs it: ``torchmsa align --add`` (the
+    disk caches as the in-process calls left them) and ``mafft --add`` beside it."""
+    case = f"ref{n_ref}-add{len(new)}-len{args.length if not args.quick else 60}"
+    out = []
+    with tempfile.TemporaryDirectory(prefix="torchmsa-add-") as tmp:
+        work = Path(tmp)
+        ref_path = write_fasta(work / "ref.fasta", ref.names, ref.rows)
+        new_path = write_fasta(work / "new.fasta", list(new), list(new.values()))
+        ours = [sys.executable, "-m", "torchmsa", "align", "--add", str(new_path), str(ref_path)]
+        ours += ["-o", str(work / "ours.fasta"), "--device", str(args.device), "-q"]
+        theirs = ["mafft", "--add", str(new_path), "--thread", str(args.threads), str(ref_path)]
+        for tool, argv in (("torchmsa", ours), ("mafft-add", theirs)):
+            row = {"dataset": "synthetic", "case": case, "tool": tool, "variant": "add-process"}
+            if tool == "mafft-add" and shutil.which("mafft") is None:
+                out.append({**row, "note": "mafft is not installed"})
+                continue
+            try:
+                if tool == "torchmsa":
+                    with Timer() as t:
+                        proc = subprocess.run(
+                            argv, cwd=tmp, capture_output=True, text=True, timeout=args.timeout
+                        )
+                    if proc.returncode:
+                        raise PeerFailed(f"exit {proc.returncode}: {proc.stderr[-300:]}")
+                    names, rows_ = read_reference(work / "ours.fasta")
+                    seconds = t.seconds
+                else:
+                    names, rows_, seconds = mafft(argv, work / "theirs.fasta", args.timeout)
+            except (PeerFailed, subprocess.TimeoutExpired) as exc:
+                out.append({**row, "note": str(exc)[:300]})
+                continue
+            kept = [j for j in range(len(rows_[0])) if any(r[j] != "-" for r in rows_[:n_ref])]
+            same = ["".join(r[j] for j in kept).upper() for r in rows_[:n_ref]] == [
+                r.upper() for r in ref.rows
+            ]
+            out.append({**row, "s": seconds, "width": len(rows_[0]), "reference_kept": same})
+    return out
 
 
 def main(argv=None) -> None:
