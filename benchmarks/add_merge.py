@@ -241,6 +241,7 @@ def _process_timing(ref, new: dict, n_ref: int, args) -> list[dict]:
         new_path = write_fasta(work / "new.fasta", list(new), list(new.values()))
         ours = [sys.executable, "-m", "torchmsa", "align", "--add", str(new_path), str(ref_path)]
         ours += ["-o", str(work / "ours.fasta"), "--device", str(args.device), "-q"]
+        ours += ["--threads", str(args.threads)]
         theirs = ["mafft", "--add", str(new_path), "--thread", str(args.threads), str(ref_path)]
         for tool, argv in (("torchmsa", ours), ("mafft-add", theirs)):
             row = {"dataset": "synthetic", "case": case, "tool": tool, "variant": "add-process"}

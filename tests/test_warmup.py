@@ -116,6 +116,22 @@ def test_warmup_arguments_are_checked():
     assert set(CPU_TASKS).isdisjoint(GPU_TASKS)
 
 
+def test_a_gpu_task_needs_a_gpu_and_a_failing_task_is_named(monkeypatch):
+    from torchmsa import precompile
+    from torchmsa.errors import TorchMSAError
+
+    with pytest.raises(ArgumentError, match="compiles GPU kernels"):
+        warmup("cpu", tasks=["dp-profile-0"])
+
+    def broken(device):
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setitem(precompile.TASKS, "broken", broken)
+    monkeypatch.setitem(precompile.CPU_TASKS, "broken", broken)
+    with pytest.raises(TorchMSAError, match="task 'broken' failed: RuntimeError: no compiler"):
+        warmup("cpu", jobs=1, tasks=["broken"])
+
+
 def test_warmup_command_runs_a_task(capsys):
     assert main(["warmup", "--device", "cpu", "--task", "pairwise", "--jobs", "1", "-v"]) == 0
     out, err = capsys.readouterr()

@@ -199,7 +199,8 @@ def _run_task(name: str, device: str) -> TaskReport:
     before = numba_compiled()
     # CPU tasks run on the CPU wherever the warm-up runs: a GPU job of their size is a host job
     TASKS[name]("cpu" if name in CPU_TASKS else device)
-    _sync(device)
+    if name in GPU_TASKS:
+        _sync(device)
     return TaskReport(name, time.perf_counter() - start, numba_compiled() - before, triton_built())
 
 
@@ -261,8 +262,10 @@ def warmup(
     Arguments:
         device: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``: which kernels to build (the
             numba functions are built in every case; a GPU adds the Triton variants).
-        jobs: processes compiling at once (``None``: one per CPU core, at most one per task;
-            ``1``: every task in this process).
+        jobs: processes compiling at once (``None``: one per CPU core this process may use,
+            at most one per task; ``1``: every task in this process). Processes are spawned,
+            so a script that calls this with ``jobs != 1`` needs the
+            ``if __name__ == "__main__":`` guard.
         tasks: names from :data:`TASKS` (``None``: every task for the device).
 
     Returns:
@@ -280,9 +283,15 @@ def warmup(
                 f"unknown warm-up task {unknown[0]!r}; use one of {', '.join(TASKS)}"
             )
         names = list(tasks)
+        on_gpu = [t for t in names if t in GPU_TASKS]
+        if on_gpu and dev.type != "cuda":
+            raise ArgumentError(
+                f"warm-up task {on_gpu[0]!r} compiles GPU kernels; give a CUDA device "
+                f"(device='cuda') or leave it out"
+            )
     if jobs is not None and jobs < 1:
         raise ArgumentError(f"Invalid value for `jobs` argument: {jobs!r}; use 1 or more")
-    jobs = min(jobs or os.cpu_count() or 1, max(1, len(names)))
+    jobs = min(jobs or _cores(), max(1, len(names)))
     # on few cores the core goes first, alone on the CPU side: every other CPU task calls its
     # functions and would compile them again beside it (the GPU tasks compile beside it); with
     # a core for most tasks that costs no wall time and everything starts at once
@@ -291,14 +300,47 @@ def warmup(
     start = time.perf_counter()
     reports = []
     if jobs == 1:
-        reports = [_run_task(name, str(dev)) for stage in stages for name in stage]
+        for name in (n for stage in stages for n in stage):
+            try:
+                reports.append(_run_task(name, str(dev)))
+            except Exception as exc:
+                raise _failed([name], exc) from exc
     else:
         # spawned processes: a fork would copy this process's CUDA context and thread pools
+        # (so a calling script needs the ``if __name__ == "__main__":`` guard; the command and
+        # notebooks need none)
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
             for stage in stages:
-                reports += pool.map(_run_task, stage, [str(dev)] * len(stage))
+                futures = {pool.submit(_run_task, name, str(dev)): name for name in stage}
+                for future in concurrent.futures.as_completed(futures):
+                    try:
+                        reports.append(future.result())
+                    except Exception as exc:
+                        running = [futures[f] for f in futures if not f.done() or f is future]
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        raise _failed(running, exc) from exc
+    reports.sort(key=lambda r: names.index(r.name))
     return WarmupReport(str(dev), time.perf_counter() - start, jobs, reports, *_cache_folders())
+
+
+def _failed(names: list[str], exc: BaseException) -> Exception:
+    """The error a failed task ends the warm-up with: which task(s), and why."""
+    from torchmsa.errors import TorchMSAError
+
+    what = " ".join(str(exc).split())[:300] or type(exc).__name__
+    return TorchMSAError(
+        f"warm-up task {', '.join(map(repr, names))} failed: {type(exc).__name__}: {what}; "
+        f"rerun with --jobs 1 --task NAME to see it alone"
+    )
+
+
+def _cores() -> int:
+    """CPU cores this process may use (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _cache_folders() -> tuple[str, str]:

@@ -52,6 +52,7 @@ def _cache_folders() -> None:
     root = os.environ.get("TORCHMSA_CACHE_DIR")
     if not root:
         return
+    root = os.path.abspath(os.path.expanduser(root))  # one folder whatever the working dir
     os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(root, "numba"))
     os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton"))
     import sys

@@ -98,7 +98,7 @@ def _chunk_calls(args, launch, chunk, fill_out, tb_out, tmp):
         if args.profile:
             sc, sc_off, wpr, a_count, eb = args.S, args.s_off, 1, 1, 32
         else:
-            sc, wpr = _query_profile(args, order, chunk.width_a)
+            sc, wpr = _query_profile(args, order[:count], chunk.width_a)
             sc_off, a_count, eb = order, args.matrix.shape[0], args.eb
         hb_h = torch.empty(max(1, chunk.hb_size), dtype=torch.int32, device=dev)
         hb_f = torch.empty_like(hb_h)

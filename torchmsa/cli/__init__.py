@@ -27,7 +27,7 @@ EXAMPLES = """examples:
   torchmsa view aln.fasta -o aln.html --color zappo --tree
   torchmsa batch families/ -o aligned/
   torchmsa serve --port 8765 &  torchmsa submit seqs.fasta --wait -o aln.fasta
-  torchmsa warmup        # once per machine: later processes compile nothing
+  torchmsa warmup        # once per machine: a later align compiles nothing
 """
 
 

@@ -15,7 +15,8 @@ def add_parser(sub) -> None:
         description="Compile the numba functions (and on a GPU the Triton kernel variants) "
         "that aligning uses, in parallel processes, into numba's and Triton's on-disk caches "
         "(TORCHMSA_CACHE_DIR puts both under one folder). Run it once per machine (or "
-        "image) after installing; later processes then compile nothing.",
+        "image) after installing; a later align then compiles nothing (pairwise modes the "
+        "pipeline does not use still compile a launch shape on first use).",
     )
     p.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
     p.add_argument(

@@ -128,7 +128,12 @@ def _http_main(sock, store_spec: dict, app_opts: dict, wakes, health, log_level:
                 wake.set()
 
         def workers() -> list:
-            return json.loads(health.value.decode() or "[]")
+            with health.get_lock():
+                text = health.value.decode()
+            try:
+                return json.loads(text or "[]")
+            except ValueError:
+                return [{"error": "worker status unavailable"}]
 
         app = create_app(store, workers=workers, notify=notify, **app_opts)
         _Server(_config(app, log_level)).run(sockets=[sock])
@@ -145,7 +150,7 @@ class HttpProcesses:
     def __init__(self, count: int, sock, store, pool: WorkerProcesses, app_opts: dict, log_level):
         self._ctx = multiprocessing.get_context("spawn")
         self._pool = pool
-        self._health = self._ctx.Array("c", 1 << 16, lock=False)
+        self._health = self._ctx.Array("c", 1 << 16)
         spec = {
             "url": store.url,
             "cap_bytes": store.cap_bytes,
@@ -154,7 +159,10 @@ class HttpProcesses:
         }
         args = (sock, spec, app_opts, pool.wakes(), self._health, log_level)
         self._procs = [
-            self._ctx.Process(target=_http_main, args=args, name=f"torchmsa-http-{k + 1}")
+            # daemons: they start no processes, and must not outlive the server that owns them
+            self._ctx.Process(
+                target=_http_main, args=args, name=f"torchmsa-http-{k + 1}", daemon=True
+            )
             for k in range(count)
         ]
         self._done = threading.Event()
@@ -167,8 +175,11 @@ class HttpProcesses:
             threading.Thread(target=self._refresh, name="torchmsa-health", daemon=True).start()
 
     def _publish(self) -> None:
-        data = json.dumps(self._pool.describe()).encode()[: len(self._health) - 1]
-        self._health.value = data
+        data = json.dumps(self._pool.describe()).encode()
+        if len(data) >= len(self._health):
+            data = json.dumps([{"error": "worker status too long to share"}]).encode()
+        with self._health.get_lock():
+            self._health.value = data
 
     def _refresh(self) -> None:
         while not self._done.wait(0.5):
@@ -177,11 +188,12 @@ class HttpProcesses:
     def close(self, timeout: float = 10.0) -> None:
         """Stop the processes (SIGTERM: they finish the requests they hold)."""
         self._done.set()
-        for proc in self._procs:
+        started = [proc for proc in self._procs if proc.pid is not None]
+        for proc in started:
             if proc.is_alive():
                 proc.terminate()
         end = time.monotonic() + timeout
-        for proc in self._procs:
+        for proc in started:
             proc.join(max(0.0, end - time.monotonic()))
             if proc.is_alive():
                 proc.kill()
@@ -245,11 +257,11 @@ def serve(
         pool.start()
         app_opts = {"token": token, "max_bytes": max_bytes, "max_seqs": max_seqs}
         http = HttpProcesses(http_procs - 1, sock, store, pool, app_opts, log_level)
-        http.start()
-        (announce or _print)(url)
-        if requeued:
-            print(f"torchmsa: {requeued} interrupted job(s) queued again", file=sys.stderr)
         try:
+            http.start()
+            (announce or _print)(url)
+            if requeued:
+                print(f"torchmsa: {requeued} interrupted job(s) queued again", file=sys.stderr)
             server.run(sockets=[sock])
         finally:
             http.close()
@@ -286,19 +298,24 @@ class Running:
         )
 
     def _start(self) -> Running:
-        self._pool.start()
-        self._http.start()
-        self._thread.start()
-        end = time.monotonic() + 30
-        while not self._server.started and self._thread.is_alive():
-            if time.monotonic() > end:
-                raise RuntimeError("the torchmsa server did not start within 30 s")
-            time.sleep(0.01)
+        try:
+            self._pool.start()
+            self._http.start()
+            self._thread.start()
+            end = time.monotonic() + 30
+            while not self._server.started and self._thread.is_alive():
+                if time.monotonic() > end:
+                    raise RuntimeError("the torchmsa server did not start within 30 s")
+                time.sleep(0.01)
+        except BaseException:
+            self.stop(grace=0)
+            raise
         return self
 
     def stop(self, grace: float = 10.0) -> None:
         self._server.should_exit = True
-        self._thread.join(30)
+        if self._thread.ident is not None:  # started
+            self._thread.join(30)
         self._http.close()
         self._sock.close()
         self._pool.close(grace)
