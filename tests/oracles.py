@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from torchmsa.constants import OP_MATCH, OP_UP
+
 NEG = float("-inf")
 ONE = 256  # residue factor of a column without gaps
 
@@ -128,3 +130,24 @@ def rescore(row_a: str, row_b: str, score_fn, gap_open, gap_extend, mode) -> int
             total -= gap_extend if prev == kind else gap_open
         prev = kind
     return total
+
+
+def ops_to_rows(ops, a: str, b: str, start_a: int = 0, start_b: int = 0) -> tuple[str, str]:
+    """Gapped rows from traceback ops (0: pair, 1: a vs gap, 2: gap vs b)."""
+    ra, rb = [], []
+    i, j = start_a, start_b
+    for op in ops:
+        if op == OP_MATCH:
+            ra.append(a[i])
+            rb.append(b[j])
+            i += 1
+            j += 1
+        elif op == OP_UP:
+            ra.append(a[i])
+            rb.append("-")
+            i += 1
+        else:
+            ra.append("-")
+            rb.append(b[j])
+            j += 1
+    return "".join(ra), "".join(rb)

@@ -16,7 +16,6 @@ from torchmsa.constants import MODES as MODE_CODES
 from torchmsa.errors import AlphabetError, ArgumentError, DeviceError, InvalidCharacterError
 from torchmsa.ops.pairwise import (
     PairwiseAlignment,
-    ops_to_rows,
     pairwise_align_codes,
     pairwise_score_codes,
     rows_from_ops,
@@ -24,7 +23,7 @@ from torchmsa.ops.pairwise import (
 from torchmsa.scoring import get_scoring
 
 from oracles import align as oracle_align
-from oracles import pair_inputs
+from oracles import ops_to_rows, pair_inputs
 
 MODES = ["global", "local", "semiglobal"]
 AMINO = "ARNDCQEGHILKMFPSTWYV"

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from torchmsa.synthetic import AMINO, family
+
 __all__ = [
     "TaskReport", "WarmupReport", "warmup", "TASKS", "triton_build_counter", "numba_compiled"
 ]  # fmt: skip
@@ -63,31 +65,16 @@ class WarmupReport:
 # ---- the tasks: each runs in a process of its own ----------------------------------------
 
 
-def _family(n: int, length: int, alphabet: str, seed: int) -> dict[str, str]:
-    """A small family evolved from one ancestor: substitutions and a few indels."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    letters = np.array(list(alphabet))
-    root = letters[rng.integers(0, len(letters), length)]
-    out = {}
-    for s in range(n):
-        seq = root.copy()
-        hit = rng.random(length) < 0.2
-        seq[hit] = letters[rng.integers(0, len(letters), int(hit.sum()))]
-        cut = rng.integers(0, length - 10)
-        seq = np.concatenate([seq[:cut], seq[cut + rng.integers(0, 6) :]])
-        out[f"w{s}"] = "".join(seq)
-    return out
-
-
-PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
+def _family(n: int, length: int, seed: int, letters: str = AMINO) -> dict[str, str]:
+    """A small named family with substitutions and a deletion each (:mod:`torchmsa.synthetic`)."""
+    seqs = family(n, length, seed, letters=letters, indels=True)
+    return {f"w{k}": s for k, s in enumerate(seqs)}
 
 
 def _align_modes(device: str, modes: tuple[str, ...], **kw) -> None:
     from torchmsa.pipeline import align
 
-    fam = _family(24, 90, PROTEIN, 1)
+    fam = _family(24, 90, 1)
     for mode in modes:
         align(fam, mode=mode, device=device, **kw)
 
@@ -95,16 +82,16 @@ def _align_modes(device: str, modes: tuple[str, ...], **kw) -> None:
 def _trees(device: str) -> None:
     from torchmsa.pipeline import align
 
-    fam = _family(24, 90, PROTEIN, 2)
+    fam = _family(24, 90, 2)
     for tree in ("upgma", "nj", "single", "lcs", "parttree"):
         align(fam, mode="fast", tree=tree, device=device)
-    align(_family(16, 150, "ACGT", 3), device=device)
+    align(_family(16, 150, 3, "ACGT"), device=device)
 
 
 def _pairwise(device: str) -> None:
     from torchmsa.ops.pairwise import pairwise_align
 
-    fam = list(_family(6, 60, PROTEIN, 4).values())
+    fam = list(_family(6, 60, 4).values())
     for mode in ("global", "local", "semiglobal"):
         for traceback in (False, True):
             pairwise_align(fam[:3], fam[3:], mode=mode, traceback=traceback, device=device)
@@ -114,7 +101,7 @@ def _add_merge(device: str) -> None:
     from torchmsa.addmerge import add, merge
     from torchmsa.pipeline import align
 
-    fam = _family(20, 80, PROTEIN, 5)
+    fam = _family(20, 80, 5)
     names = list(fam)
     ref = align({k: fam[k] for k in names[:12]}, device=device)
     add(ref, {k: fam[k] for k in names[12:]}, device=device)
@@ -200,15 +187,10 @@ def _run_task(name: str, device: str) -> TaskReport:
     # CPU tasks run on the CPU wherever the warm-up runs: a GPU job of their size is a host job
     TASKS[name]("cpu" if name in CPU_TASKS else device)
     if name in GPU_TASKS:
-        _sync(device)
+        from torchmsa.ops.backend import synchronize
+
+        synchronize(device)
     return TaskReport(name, time.perf_counter() - start, numba_compiled() - before, triton_built())
-
-
-def _sync(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def triton_build_counter() -> Callable[[], int]:
@@ -347,7 +329,10 @@ def _cache_folders() -> tuple[str, str]:
     import numba
 
     numba_dir = numba.config.CACHE_DIR or "__pycache__ beside the package (or the user cache)"
-    triton_dir = os.environ.get("TRITON_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".triton", "cache"
-    )
+    try:
+        from triton import knobs
+
+        triton_dir = knobs.cache.dir  # TRITON_CACHE_DIR, else Triton's default
+    except ImportError:  # no Triton, or one without knobs
+        triton_dir = os.environ.get("TRITON_CACHE_DIR", "Triton's default")
     return numba_dir, triton_dir

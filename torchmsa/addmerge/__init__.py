@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchmsa import runtime
 from torchmsa.addmerge.add import add_codes
 from torchmsa.addmerge.merge import merge_codes
 from torchmsa.addmerge.msa import EncodedMsa, Msa, as_msa, encode_msa, shared_alphabet
@@ -33,7 +32,7 @@ from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget, checked,
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.pipeline.accurate import local_scoring
-from torchmsa.pipeline.placement import thread_cap
+from torchmsa.pipeline.placement import entry_section
 from torchmsa.pipeline.progress import ProgressBar
 from torchmsa.pipeline.scoring import job_offset, profile_scoring
 from torchmsa.pipeline.shortcuts import apply_shortcuts
@@ -94,11 +93,7 @@ def add(
     )
     policy = checked(policy, ExecutionPolicy, "policy")
     budget = checked(budget, MemoryBudget, "budget")
-    with (
-        runtime.parallel_section(),
-        torch.profiler.record_function("torchmsa.add"),
-        thread_cap(policy.threads),
-    ):
+    with entry_section("add", policy):
         t0 = time.perf_counter()
         dev = resolve_device(device)
         impl = resolve_backend(backend, dev)
@@ -181,11 +176,7 @@ def merge(
     )
     policy = checked(policy, ExecutionPolicy, "policy")
     budget = checked(budget, MemoryBudget, "budget")
-    with (
-        runtime.parallel_section(),
-        torch.profiler.record_function("torchmsa.merge"),
-        thread_cap(policy.threads),
-    ):
+    with entry_section("merge", policy):
         t0 = time.perf_counter()
         dev = resolve_device(device)
         impl = resolve_backend(backend, dev)

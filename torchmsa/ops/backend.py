@@ -17,6 +17,7 @@ __all__ = [
     "interpreter_enabled",
     "to_device",
     "budget_bytes",
+    "synchronize",
     "BACKENDS",
 ]
 
@@ -113,3 +114,9 @@ def budget_bytes(budget: MemoryBudget | int | None, device: torch.device) -> int
             f"Invalid value for `budget` argument: {budget!r}; use a MemoryBudget or bytes"
         )
     return budget
+
+
+def synchronize(device) -> None:
+    """Wait for the work queued on ``device`` when it is a CUDA device (timings, warm-ups)."""
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize(device)

@@ -33,7 +33,6 @@ __all__ = [
     "encode_sequences",
     "pairwise_score_codes",
     "pairwise_align_codes",
-    "ops_to_rows",
     "rows_from_ops",
 ]
 
@@ -157,31 +156,11 @@ def pairwise_align_codes(
     return cpu_dp.pairwise_align(*args)
 
 
-def ops_to_rows(ops, a: str, b: str, start_a: int = 0, start_b: int = 0) -> tuple[str, str]:
-    """Gapped rows from traceback ops (0: pair, 1: a vs gap, 2: gap vs b)."""
-    ra, rb = [], []
-    i, j = start_a, start_b
-    for op in ops:
-        if op == constants.OP_MATCH:
-            ra.append(a[i])
-            rb.append(b[j])
-            i += 1
-            j += 1
-        elif op == constants.OP_UP:
-            ra.append(a[i])
-            rb.append("-")
-            i += 1
-        else:
-            ra.append("-")
-            rb.append(b[j])
-            j += 1
-    return "".join(ra), "".join(rb)
-
-
 def rows_from_ops(
     ops, n_ops, a: list[str], b: list[str], start_a=None, start_b=None
 ) -> list[tuple[str, str]]:
-    """Gapped rows of many alignments at once: what :func:`ops_to_rows` gives pair by pair.
+    """Gapped rows of many alignments at once (``tests/oracles.py``'s ``ops_to_rows`` is the
+    pair-by-pair reference).
 
     Arguments:
         ops: ``uint8 [P, W]`` (numpy, or a CPU tensor); pair ``p``'s ops are ``ops[p, :n_ops[p]]``.

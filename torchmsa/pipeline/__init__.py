@@ -31,7 +31,6 @@ from typing import Any
 
 import torch
 
-from torchmsa import runtime
 from torchmsa.alignment import Alignment
 from torchmsa.config import (
     MODES,
@@ -49,7 +48,7 @@ from torchmsa.pipeline.dedupe import restore, restore_tree
 from torchmsa.pipeline.groups import align_group, along_tree
 from torchmsa.pipeline.jobs import Job, group_jobs, prepare_jobs, progress_steps
 from torchmsa.pipeline.modes import linkage
-from torchmsa.pipeline.placement import thread_cap
+from torchmsa.pipeline.placement import entry_section
 from torchmsa.pipeline.progress import ProgressBar
 from torchmsa.pipeline.scoring import SCORE_SCALE, job_offset, profile_scoring
 from torchmsa.pipeline.shortcuts import apply_shortcuts
@@ -110,11 +109,7 @@ def align_many(
     )
     policy = checked(policy, ExecutionPolicy, "policy")
     budget = checked(budget, MemoryBudget, "budget")
-    with (
-        runtime.parallel_section(),
-        torch.profiler.record_function("torchmsa.align"),
-        thread_cap(policy.threads),
-    ):
+    with entry_section("align", policy):
         t0 = time.perf_counter()
         dev = resolve_device(device)
         impl = resolve_backend(backend, dev)
@@ -284,11 +279,7 @@ def build_tree(
     config, _ = apply_shortcuts(config, method=None if method == "auto" else method)
     policy = checked(policy, ExecutionPolicy, "policy")
     budget = checked(budget, MemoryBudget, "budget")
-    with (
-        runtime.parallel_section(),
-        torch.profiler.record_function("torchmsa.build_tree"),
-        thread_cap(policy.threads),
-    ):
+    with entry_section("build_tree", policy):
         dev = resolve_device(device)
         host_small = backend == "auto" and dev.type == "cuda"
         (job,) = prepare_jobs(

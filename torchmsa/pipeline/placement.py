@@ -7,7 +7,7 @@ import contextlib
 
 from torchmsa.config import ExecutionPolicy
 
-__all__ = ["host_job", "thread_cap"]
+__all__ = ["host_job", "thread_cap", "entry_section"]
 
 
 def host_job(n: int, longest: int, mode: str, *, policy: ExecutionPolicy | None = None) -> bool:
@@ -42,3 +42,20 @@ def thread_cap(threads: int | None):
     finally:
         numba.set_num_threads(before[0])
         torch.set_num_threads(before[1])
+
+
+@contextlib.contextmanager
+def entry_section(name: str, policy: ExecutionPolicy):
+    """What a public entry point (``align``, ``build_tree``, ``add``, ``merge``) runs inside:
+    torchmsa's process-wide numba lock (:func:`torchmsa.runtime.parallel_section`), a profiler
+    range ``torchmsa.<name>``, and ``policy``'s thread cap (:func:`thread_cap`)."""
+    import torch
+
+    from torchmsa import runtime
+
+    with (
+        runtime.parallel_section(),
+        torch.profiler.record_function(f"torchmsa.{name}"),
+        thread_cap(policy.threads),
+    ):
+        yield

@@ -49,9 +49,11 @@ class CostModel:
         """Time two small families on the host (``cpu_threads`` threads: one CPU worker
         process's share) and on ``device`` (a CUDA device), and fit."""
         from torchmsa.config import ExecutionPolicy
+        from torchmsa.ops.backend import synchronize
         from torchmsa.pipeline import align
+        from torchmsa.synthetic import family
 
-        fams = [_family(16, 120, 1), _family(128, 400, 2)]
+        fams = [family(16, 120, 1), family(128, 400, 2)]
         sizes = [cells(len(f), max(len(s) for s in f), "default") for f in fams]
         fits = {}
         for kind, dev in (("cpu", "cpu"), ("gpu", device)):
@@ -63,10 +65,10 @@ class CostModel:
                 align(fam, device=dev, mode="default", backend=backend, policy=policy)
             times = []
             for fam in fams:
-                _sync(dev)
+                synchronize(dev)
                 t0 = time.perf_counter()
                 align(fam, device=dev, mode="default", backend=backend, policy=policy)
-                _sync(dev)
+                synchronize(dev)
                 times.append(time.perf_counter() - t0)
             b = max(1e-12, (times[1] - times[0]) / (sizes[1] - sizes[0]))
             fits[kind] = (max(0.0, times[0] - b * sizes[0]), b)
@@ -75,28 +77,6 @@ class CostModel:
     def seconds(self, kind: str, c: float) -> float:
         a, b = self.cpu if kind == "cpu" else self.gpu
         return a + b * c
-
-
-def _sync(device: str) -> None:
-    if str(device).startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize()
-
-
-def _family(n: int, length: int, seed: int) -> list[str]:
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    letters = np.frombuffer(b"ARNDCQEGHILKMFPSTWYV", np.uint8)
-    anc = rng.integers(0, 20, length)
-    out = []
-    for _ in range(n):
-        s = anc.copy()
-        hit = rng.random(length) < 0.2
-        s[hit] = rng.integers(0, 20, int(hit.sum()))
-        out.append(letters[s].tobytes().decode())
-    return out
 
 
 @dataclass(frozen=True)
