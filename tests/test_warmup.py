@@ -41,6 +41,32 @@ def test_choose_config_stays_on_the_menu(profile, trace):
     assert len(seen) > 1  # the grid reaches several shapes, all of them on the menu
 
 
+def _best_cost(n, m, pairs, lanes, r_max, qs, rs) -> float:
+    costs = []
+    for q in qs:
+        for r in (r for r in rs if r <= r_max):
+            passes = max(1, -(-n // (q * r)))
+            step = r + dp_plan.STEP_COST + (dp_plan.XWARP_COST if q > 32 else 0)
+            costs.append(passes * (m + q - 1) * step * max(1.0, pairs * q / lanes))
+    return min(costs)
+
+
+@pytest.mark.parametrize("profile,trace", KINDS)
+def test_the_menu_costs_little_modelled_time(profile, trace):
+    """Against the menu before decision 0037 (lanes 4-128 in 5 steps, rows 4-24 in 6), the
+    best modelled time of no call grows by more than a quarter."""
+    r_max = dp_plan.r_cap(profile, trace)
+    old = ((4, 16, 32, 64, 128), (4, 8, 12, 16, 20, 24))
+    new = (dp_plan.Q_CHOICES, dp_plan.R_CHOICES)
+    worst = 0.0
+    for n in (20, 50, 100, 150, 200, 300, 400, 500, 700, 1000, 1500, 2000, 3000, 5000):
+        for pairs in (1, 10, 100, 1000, 10_000, 100_000, 1_000_000):
+            for lanes in (1024, 132 * 1024):
+                args = (n, n, pairs, lanes, r_max)
+                worst = max(worst, _best_cost(*args, *new) / _best_cost(*args, *old))
+    assert worst <= 1.25
+
+
 def test_misaligned_views_are_copied_aligned():
     buf = torch.arange(40, dtype=torch.int32)
     view = buf[1:]  # 4 bytes past an aligned start

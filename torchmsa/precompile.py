@@ -2,7 +2,7 @@
 caches so that the first ``align`` of a later process compiles nothing.
 
 A cold first call pays for compiling: about a minute of numba functions on any machine, and on
-a GPU one Triton variant per launch shape it meets (1-7 s each on an H100). ``warmup`` runs
+a GPU one Triton variant per launch shape it meets (seconds each). ``warmup`` runs
 small, fixed tasks that reach every numba function the pipeline calls and every Triton
 variant of the kinds of call the pipeline makes (:mod:`torchmsa._triton.warm`: the DP launch
 shapes come from a short fixed menu), each task in its own process so that the compiling runs

@@ -18,10 +18,10 @@ from torchmsa._triton.host import to_device
 from torchmsa.constants import GLOBAL, KEY_BITS, MODES, RES_ONE
 from torchmsa.errors import ArgumentError, ResourceError
 
-# a short, fixed menu: every launch shape is one more kernel to compile (1-7 s each on an H100),
-# so the menu bounds what a workload can compile and what ``torchmsa.warmup()`` must (decision
-# 0037: without 64 lanes and 12 rows per lane no modelled time grows by more than 22%; 20 rows
-# stay for score-only calls, whose 300-residue shape it is); past 32 lanes a pair spans warps
+# a short, fixed menu: every launch shape is one more kernel to compile (seconds each), so the
+# menu bounds what a workload can compile and what ``torchmsa.warmup()`` must (decision 0037:
+# without 64 lanes and 12 rows per lane no best modelled time grows by more than a quarter; 20
+# rows stay for score-only calls, whose 300-residue shape it is); past 32 lanes a pair spans warps
 # and the lanes trade rows through shared memory with barriers (XWARP_COST per step)
 Q_CHOICES = (4, 16, 32, 128)
 XWARP_COST = 8
