@@ -17,6 +17,7 @@ from torchmsa.config import (
     TreeConfig,
 )
 from torchmsa.ops.kmer import shared_kmer_counts
+from torchmsa.ops.local import LocalHit, local_topk
 from torchmsa.ops.pairwise import (
     EncodedSequences,
     PairwiseAlignment,
@@ -42,6 +43,7 @@ __all__ = [
     "ConsistencyConfig",
     "EncodedSequences",
     "ExecutionPolicy",
+    "LocalHit",
     "MemoryBudget",
     "PairwiseAlignment",
     "PairwiseScores",
@@ -60,6 +62,7 @@ __all__ = [
     "encode_sequences",
     "errors",
     "features",
+    "local_topk",
     "merge",
     "metrics",
     "pairwise_align",

@@ -21,6 +21,7 @@ EXAMPLES = """examples:
   torchmsa align seqs.fasta --config consistency.weight=16 --config tree.lcs_min_n=1000
   cat seqs.fasta | torchmsa align - --tree-out guide.nwk > aln.fasta
   torchmsa pairwise query.fasta targets.fasta --mode local
+  torchmsa local query.fasta genome.fasta.gz -k 100 -o hits.tsv
   torchmsa score test.fasta reference.fasta --core core.txt
   torchmsa align --add new.fasta existing.aln -o out.fasta [--keeplength]
   torchmsa merge a.aln b.aln -o merged.fasta
@@ -32,7 +33,8 @@ EXAMPLES = """examples:
 
 
 VERBS = (
-    "align", "merge", "pairwise", "score", "batch", "serve", "submit", "status", "fetch", "warmup",
+    "align", "merge", "pairwise", "local", "score", "batch", "serve", "submit", "status", "fetch",
+    "warmup",
 )  # fmt: skip
 
 

@@ -9,17 +9,28 @@ atomically. A rerun skips the inputs whose output is newer than they are, so an 
 batch resumes; with ``--data DIR`` the store (and its caches) persists too, else it lives in
 a temporary folder. A file that cannot be aligned is reported and the others finish; the exit
 status is then 1.
+
+Under torchrun (``torchrun --nproc-per-node 4 -m torchmsa batch DIR -o OUT``; on several
+hosts the same command with ``--nnodes``; ``--distributed off`` declines) rank 0 lists the
+inputs, skips those done before, reads the rest and splits them between the ranks by
+estimated cost, longest first; each rank aligns its share on its own GPU (``cuda:LOCAL_RANK``)
+or the CPU with a store of its own (``--data DIR`` keeps ``DIR/rank-N``; ``--db`` is
+refused), and rank 0 writes every output as the results arrive, so inputs and outputs need
+only be on its host and an interrupted run resumes as above. The outputs are those of one
+process. Each rank logs one line of the files it ran and how long it took; rank 0 prints the
+failures and the summary; every rank exits with the same status.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from torchmsa.cli.common import add_scoring
-from torchmsa.errors import ArgumentError
+from torchmsa.cli.common import add_scoring, number
+from torchmsa.errors import ArgumentError, TorchMSAError
 
 __all__ = ["add_parser", "run", "find_inputs", "output_path"]
 
@@ -55,6 +66,20 @@ def add_parser(sub) -> None:
         help="CPU worker processes beside the GPU batch (0: in this process; default 1)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="only the summary and failures")
+    p.add_argument(
+        "--distributed",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="split the files between the ranks that torchrun started (auto: when there are "
+        "several)",
+    )
+    p.add_argument(
+        "--rank-timeout",
+        type=number,
+        default=600.0,
+        metavar="S",
+        help="under torchrun: seconds a rank waits for a silent one before it stops (default 600)",
+    )
     add_scoring(p, "BLOSUM62 / NUC.4.4")
     p.set_defaults(func=run)
 
@@ -125,47 +150,42 @@ def _write(target: Path, text: str) -> None:
     emit(text, str(target))
 
 
-def run(args) -> int:
+def _done_before(src: Path, out: Path) -> bool:
+    return out.exists() and src.exists() and out.stat().st_mtime >= src.stat().st_mtime
+
+
+def _align(items: list, args, device, data_dir: str | None, report) -> None:
+    """Align ``items`` (``(index, source, text or None)``: ``None`` reads the source) through
+    one store and worker; ``report((index, placement, text, None))`` for each alignment as it
+    is done, ``report((index, None, None, error))`` for each failure."""
     from torchmsa.serve.store import Store
     from torchmsa.serve.worker import Worker
 
-    files = find_inputs(args.input)
-    if args.outdir and len({output_path(f, args.outdir, args.format) for f in files}) < len(files):
-        raise ArgumentError("two inputs share a name; their outputs in --outdir would collide")
     options = _options(args)
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
-    tmp = None if (args.data or args.db) else tempfile.TemporaryDirectory(prefix="torchmsa-")
-    store = Store.open(args.db, data_dir=args.data or tmp.name)
-    failed, done, skipped = [], 0, 0
-    t0 = time.perf_counter()
+    tmp = None if (data_dir or args.db) else tempfile.TemporaryDirectory(prefix="torchmsa-")
+    store = Store.open(args.db, data_dir=data_dir or tmp.name)
     try:
         store.requeue_at_start()
-        pending: dict[str, tuple[Path, Path]] = {}
-        for src in files:
-            out = output_path(src, args.outdir, args.format)
-            if out.exists() and src.exists() and out.stat().st_mtime >= src.stat().st_mtime:
-                skipped += 1
-                say(f"skipped {src} (done: {out})")
-                continue
+        pending: dict[str, int] = {}
+        for index, src, text in items:
             try:
-                info = store.submit(_read(src), options, owner="batch")
+                info = store.submit(_read(Path(src)) if text is None else text, options, "batch")
             except (OSError, ValueError) as exc:
-                failed.append((src, " ".join(str(exc).split())))
+                report((index, None, None, " ".join(str(exc).split())))
                 continue
-            pending[info.id] = (src, out)
-        worker = Worker(store, device=args.device, cpu_workers=args.cpu_workers)
+            pending[info.id] = index
+        worker = Worker(store, device=device, cpu_workers=args.cpu_workers)
         try:
             while pending:
                 for job_id in list(pending):
                     info = store.job(job_id, "batch")
                     if info.state in ("done", "failed"):
-                        src, out = pending.pop(job_id)
+                        index = pending.pop(job_id)
                         if info.state == "failed":
-                            failed.append((src, info.error))
-                            continue
-                        _write(out, store.result(job_id, args.format, "batch"))
-                        done += 1
-                        say(f"aligned {src} -> {out} ({info.placement})")
+                            report((index, None, None, info.error))
+                        else:
+                            text = store.result(job_id, args.format, "batch")
+                            report((index, info.placement, text, None))
                 if pending and worker.run_once() == 0:
                     time.sleep(0.05)
         finally:
@@ -174,11 +194,173 @@ def run(args) -> int:
         store.close()
         if tmp is not None:
             tmp.cleanup()
-    for src, why in failed:
-        print(f"torchmsa: error: {src}: {why}", file=sys.stderr)
+
+
+def _summary(done: int, skipped: int, failed: dict, files: list, seconds: float, ranks=1) -> int:
+    for index in sorted(failed):
+        print(f"torchmsa: error: {files[index]}: {failed[index]}", file=sys.stderr)
+    where = f" on {ranks} ranks" if ranks > 1 else ""
     print(
         f"torchmsa batch: {done} aligned, {skipped} skipped (done before), {len(failed)} failed, "
-        f"{time.perf_counter() - t0:.1f} s",
+        f"{seconds:.1f} s{where}",
         file=sys.stderr,
+        flush=True,
     )
     return 1 if failed else 0
+
+
+def run(args) -> int:
+    from torchmsa.distributed.world import wanted
+
+    world = wanted({"auto": "auto", "on": True, "off": False}[args.distributed])
+    if world is not None:
+        return _run_ranks(args, world)
+    files = _checked_inputs(args)
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    t0 = time.perf_counter()
+    failed: dict[int, str] = {}
+    done, skipped, items = 0, 0, []
+    outs = [output_path(f, args.outdir, args.format) for f in files]
+    for index, src in enumerate(files):
+        if _done_before(src, outs[index]):
+            skipped += 1
+            say(f"skipped {src} (done: {outs[index]})")
+        else:
+            items.append((index, str(src), None))
+
+    def report(record) -> None:
+        nonlocal done
+        index, placement, text, error = record
+        if error is not None:
+            failed[index] = error
+            return
+        _write(outs[index], text)
+        done += 1
+        say(f"aligned {files[index]} -> {outs[index]} ({placement})")
+
+    _align(items, args, args.device, args.data, report)
+    return _summary(done, skipped, failed, files, time.perf_counter() - t0)
+
+
+def _checked_inputs(args) -> list[Path]:
+    files = find_inputs(args.input)
+    if args.outdir and len({output_path(f, args.outdir, args.format) for f in files}) < len(files):
+        raise ArgumentError("two inputs share a name; their outputs in --outdir would collide")
+    return files
+
+
+def _cost_rule(args):
+    """``(n, longest) -> cost`` under the options (the defaults' rule when they are invalid:
+    every job then fails alike)."""
+    from torchmsa.distributed.partition import cost_rule
+    from torchmsa.serve.jobs import check_options
+
+    try:
+        _, config = check_options(_options(args))
+    except ValueError:
+        config = None
+    return cost_rule(config)
+
+
+def _leader_plan(args, ranks: int, say):
+    """Rank 0's plan: the inputs, their outputs, what was done before or cannot be read, and
+    each rank's share of the rest (``{"items": [(index, source, text)], "cost": cells}``)."""
+    from torchmsa.distributed.partition import partition, text_shape
+
+    files = _checked_inputs(args)
+    outs = [output_path(f, args.outdir, args.format) for f in files]
+    cost_of = _cost_rule(args)
+    items, costs, failed, skipped = [], [], {}, 0
+    for index, src in enumerate(files):
+        if _done_before(src, outs[index]):
+            skipped += 1
+            say(f"skipped {src} (done: {outs[index]})")
+            continue
+        try:
+            text = _read(src)
+        except (OSError, ValueError) as exc:
+            failed[index] = " ".join(str(exc).split())
+            continue
+        n, longest = text_shape(text)
+        items.append((index, str(src), text))
+        costs.append(cost_of(n, longest))
+    shares = [
+        {"items": [items[k] for k in share], "cost": sum(costs[k] for k in share)}
+        for share in partition(costs, ranks)
+    ]
+    return files, outs, failed, skipped, shares
+
+
+def _run_ranks(args, world) -> int:
+    """``torchmsa batch`` as one rank of several (see the module docstring)."""
+    from torchmsa.distributed.many import compact
+    from torchmsa.distributed.session import session
+    from torchmsa.pipeline.placement import thread_cap
+
+    if args.db:
+        raise ArgumentError(
+            "--db under torchrun: the ranks would share one queue; give --data DIR (each rank "
+            "keeps DIR/rank-N) or neither"
+        )
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    t0 = time.perf_counter()
+    with session(world, args.device, timeout_s=args.rank_timeout, keep=False) as s:
+        plan, shares = None, None
+        if s.leader:
+            try:
+                *plan, shares = _leader_plan(args, s.size, say)
+            except (TorchMSAError, ValueError, OSError) as exc:
+                shares = [exc] * s.size  # every rank stops with rank 0's error
+            say(f"torchmsa batch: {s.tag}: planned in {time.perf_counter() - t0:.1f} s")
+        share = s.scatter(shares)
+        shares = None  # rank 0 keeps only its own texts
+        if isinstance(share, Exception):
+            raise share
+        files, outs, failed, skipped = plan if s.leader else (None, None, {}, 0)
+        done = 0
+
+        def deliver(record) -> None:  # rank 0, the courier's thread
+            nonlocal done
+            index, placement, text, error, rank = record
+            if error is None:
+                try:
+                    _write(outs[index], text)
+                except ValueError as exc:
+                    error = str(exc)
+            if error is not None:
+                failed[index] = error
+                return
+            done += 1
+            say(f"aligned {files[index]} -> {outs[index]} ({placement}, rank {rank})")
+
+        def work(report) -> None:
+            t1, ok, bad = time.perf_counter(), 0, 0
+
+            def mine(record) -> None:
+                nonlocal ok, bad
+                ok, bad = ok + (record[3] is None), bad + (record[3] is not None)
+                report((*record, s.rank))
+
+            data = None if args.data is None else str(Path(args.data) / f"rank-{s.rank}")
+            # the host's cores shared between its ranks: this process's numba and torch
+            # threads, and numba's in the CPU worker processes it starts
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+            threads = max(1, (cores or os.cpu_count() or 1) // max(1, world.local_size))
+            os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))
+            with thread_cap(threads):
+                _align(share["items"], args, str(s.device), data, mine)
+            indices = [i for i, _, _ in share["items"]]
+            print(
+                f"torchmsa batch: {s.tag}: ran {len(indices)} files ({compact(indices)}; est. "
+                f"{share['cost']:.3g} cells), {ok} aligned, {bad} failed, "
+                f"{time.perf_counter() - t1:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+        s.run(work, deliver if s.leader else None)
+        status = 0
+        if s.leader:
+            seconds = time.perf_counter() - t0
+            status = _summary(done, skipped, failed, files, seconds, s.size)
+        return s.broadcast(status)

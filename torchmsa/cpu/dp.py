@@ -50,20 +50,20 @@ from torchmsa.constants import (
     E_EXT,
     F_EXT,
     GLOBAL,
-    H_DIAG,
     H_LEFT,
     H_STOP,
     H_UP,
     LOCAL,
     NEG,
     OP_LEFT,
-    OP_MATCH,
     OP_UP,
     RES_ONE,
     SEMIGLOBAL,
 )
+from torchmsa.cpu import dp_linear
 from torchmsa.cpu.dp_rows import fill_rows, pair_score_rows
 from torchmsa.cpu.rules.facing import facing
+from torchmsa.cpu.rules.trace_step import trace_step
 
 
 @njit(cache=True, nogil=True)
@@ -197,29 +197,11 @@ def _traceback(n, m, trace, mode, end_i, end_j, ops):
             k += 1
     i, j, state = end_i, end_j, 0
     while i > 0 and j > 0:
-        bits = trace[i, j]
-        if state == 0:
-            src = bits & 3
-            if src == H_STOP:
-                break
-            if src == H_DIAG:
-                ops[k] = OP_MATCH
-                i -= 1
-                j -= 1
-                k += 1
-                continue
-            state = 1 if src == H_UP else 2
-        if state == 1:
-            ops[k] = OP_UP
-            if not bits & F_EXT:
-                state = 0
-            i -= 1
-        else:
-            ops[k] = OP_LEFT
-            if not bits & E_EXT:
-                state = 0
-            j -= 1
-        k += 1
+        stop, state, di, dj, k = trace_step(trace[i, j], state, ops, k)
+        if stop:
+            break
+        i -= di
+        j -= dj
     if mode != LOCAL:
         for _ in range(i):
             ops[k] = OP_UP
@@ -371,28 +353,37 @@ def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
     return torch.from_numpy(out)
 
 
-def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode):
+def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode, budget=None):
     """Alignments of pairs (arguments as :func:`pairwise_score`).
+
+    ``budget``: bytes the call may use; pairs whose full matrices would not fit
+    (:func:`dp_linear.needs_linear`) are aligned in linear space instead, with equal results.
+    ``None``: every pair takes the full-matrix path.
 
     Returns:
         ``(info int32 [P, 6], ops uint8 [P, La + Lb])``; info is ``(score, n_ops, start_i,
         start_j, end_i, end_j)`` and ``ops[p, :n_ops]`` the pair's ops in order.
+
+    Raises:
+        ResourceError: a pair does not fit ``budget`` even in linear space.
     """
     P = codes_a.shape[0]
     ops = np.zeros((P, codes_a.shape[1] + codes_b.shape[1]), np.uint8)
     out = np.empty((P, 6), np.int32)
+    ca, la, cb, lb, mat = (_np(t) for t in (codes_a, len_a, codes_b, len_b, matrix))
+    huge = None if budget is None else dp_linear.needs_linear(la, lb, budget)
+    la_full, lb_full = la, lb
+    if huge is not None and huge.any():  # the batch sees them as empty pairs
+        la_full, lb_full = la.copy(), lb.copy()
+        la_full[huge] = 0
+        lb_full[huge] = 0
     _pair_align_batch(
-        _np(codes_a),
-        _np(len_a),
-        _np(codes_b),
-        _np(len_b),
-        _np(matrix),
-        int(gap_open),
-        int(gap_extend),
-        int(mode),
-        ops,
-        out,
+        ca, la_full, cb, lb_full, mat, int(gap_open), int(gap_extend), int(mode), ops, out
     )
+    if la_full is not la:
+        dp_linear.align_huge(
+            ca, la, cb, lb, mat, int(gap_open), int(gap_extend), int(mode), huge, ops, out, budget
+        )
     return torch.from_numpy(out), torch.from_numpy(ops)
 
 

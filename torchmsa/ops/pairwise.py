@@ -147,13 +147,14 @@ def pairwise_align_codes(
     budget: MemoryBudget | int | None = None,
 ):
     """Batched alignments on tensors: ``(info int32 [P, 6], ops uint8 [P, La+Lb])``;
-    ``budget`` as :func:`pairwise_score_codes`."""
+    ``budget`` as :func:`pairwise_score_codes`; on the CPU, pairs whose full DP matrices would
+    not fit in it are traced back in linear space (``cpu/dp_linear.py``, same results)."""
     args = (codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
     if resolve_backend(backend, codes_a.device) == "triton":
         from torchmsa._triton import dp as triton_dp
 
         return triton_dp.pairwise_align(*args, budget=budget_bytes(budget, codes_a.device))
-    return cpu_dp.pairwise_align(*args)
+    return cpu_dp.pairwise_align(*args, budget=budget_bytes(budget, torch.device("cpu")))
 
 
 def rows_from_ops(
@@ -421,7 +422,9 @@ def pairwise_traceback(
 
     Arguments, checks and results as :func:`pairwise_scores`; the alignments are those of
     :func:`pairwise_align` on the same sequences (:func:`rows_from_ops` turns the ops and the
-    residue texts into its gapped rows).
+    residue texts into its gapped rows). On the CPU, pairs whose full DP matrices would not fit
+    in ``budget`` are traced back in linear space, with the same results (a pair that does not
+    fit even so raises :class:`~torchmsa.errors.ResourceError`).
 
     Returns:
         A :class:`PairwiseTraceback` ``(score, start_a, end_a, start_b, end_b, n_ops, ops)`` on
@@ -474,6 +477,7 @@ def pairwise_align(
     traceback: bool = True,
     seqtype: str = "auto",
     backend: str = "auto",
+    budget: MemoryBudget | int | None = None,
 ) -> PairwiseAlignment | list[PairwiseAlignment]:
     """Align one pair, or many pairs in one batched call.
 
@@ -490,6 +494,9 @@ def pairwise_align(
         traceback: also return the gapped rows (score only when ``False``).
         seqtype: ``"auto"``, ``"protein"``, ``"dna"`` or ``"rna"``.
         backend: ``"auto"``, ``"cpu"`` or ``"triton"``.
+        budget: the memory the call may plan for (bytes or a ``MemoryBudget``; ``None``: the
+            default ``MemoryBudget()``). On the CPU a pair whose full DP matrices would not fit
+            is traced back in linear space, with the same result.
 
     Returns:
         A :class:`PairwiseAlignment`, or a list of them for list input.
@@ -521,7 +528,7 @@ def pairwise_align(
     cb, lb, res_b = _encode(seqs_b, alphabet, "b")
     tensors = [t.to(dev) for t in (ca, la, cb, lb)]
     if not traceback:
-        r = _scores(*tensors, scoring, mode, backend, None)
+        r = _scores(*tensors, scoring, mode, backend, budget)
         score, end_a, end_b = torch.stack(tuple(r)).tolist()
         start = [None if mode == "local" else 0] * len(score)
         results = [
@@ -529,7 +536,7 @@ def pairwise_align(
             for s, sa, ea, sb, eb in zip(score, start, end_a, start, end_b)
         ]
     else:
-        r = _traceback(*tensors, scoring, mode, backend, None)
+        r = _traceback(*tensors, scoring, mode, backend, budget)
         info = torch.stack(r[:6]).cpu().numpy()  # [6, P]
         rows = rows_from_ops(r.ops.cpu().numpy(), info[5], res_a, res_b, info[1], info[3])
         score, start_a, end_a, start_b, end_b, _ = info.tolist()

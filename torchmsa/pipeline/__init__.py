@@ -41,6 +41,7 @@ from torchmsa.config import (
     checked,
     describe,
 )
+from torchmsa.distributed.world import wanted
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.pipeline.accurate import library, local_scoring
@@ -85,6 +86,7 @@ def align_many(
     backend: str = "auto",
     reorder: bool = False,
     first_trees: list | None = None,
+    distributed: str | bool = "auto",
 ) -> list[Alignment]:
     """Align many independent sequence sets in shared batches (one result per input).
 
@@ -97,7 +99,23 @@ def align_many(
     the input's distinct sequences (a repeated sequence once, at its first place), leaf names
     those sequences' names. It stands in for the tree the job's first-tree method would build;
     given the same tree the result is the same. Accurate-mode jobs build their own.
+
+    ``distributed``: ``"auto"`` (the default) spreads the inputs over the ranks when this
+    process is one of several that ``torchrun`` started (``WORLD_SIZE`` above 1); ``True``
+    always goes through ``torch.distributed`` (a world of one included); ``False`` runs in this
+    process alone. Over the ranks (:mod:`torchmsa.distributed`), every rank must call with the
+    same inputs (paths readable on every host, or the same sequences); each aligns its share,
+    by estimated cost, on its own GPU (``device="auto"`` or ``"cuda"`` is ``cuda:LOCAL_RANK``),
+    and every rank returns the whole list, input order, the same alignments as without
+    ``torchrun`` (``metadata`` adds ``rank`` and ``world_size``). An input that fails does not
+    stop the others: :class:`~torchmsa.distributed.JobsFailed` is raised on every rank once all
+    are done, with the other alignments in its ``results``. Under ``"auto"``, ranks that pass
+    different inputs each align their own, as without ``torchrun``.
     """
+    # the call as given, for each rank's share (apply_shortcuts replaces `config` below)
+    same = {"config": config, "mode": mode, "matrix": matrix, "gap_open": gap_open}
+    same.update(gap_extend=gap_extend, tree=tree, policy=policy, budget=budget, seqtype=seqtype)
+    same.update(progress=progress, backend=backend, reorder=reorder)
     given = tree if is_newick(tree) else None
     config, custom = apply_shortcuts(
         config,
@@ -109,6 +127,23 @@ def align_many(
     )
     policy = checked(policy, ExecutionPolicy, "policy")
     budget = checked(budget, MemoryBudget, "budget")
+    world = wanted(distributed)
+    if world is not None:
+        from torchmsa.distributed.many import align_over_ranks
+
+        out = align_over_ranks(
+            world,
+            inputs,
+            lambda part, trees, dev: align_many(
+                part, device=dev, first_trees=trees, distributed=False, **same
+            ),
+            config=config,
+            device=device,
+            first_trees=first_trees,
+            strict=distributed is True,
+        )
+        if out is not None:
+            return out
     with entry_section("align", policy):
         t0 = time.perf_counter()
         dev = resolve_device(device)
@@ -243,6 +278,7 @@ def align(
         progress=progress,
         backend=backend,
         reorder=reorder,
+        distributed=False,
     )[0]
 
 

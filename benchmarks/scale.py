@@ -1,0 +1,166 @@
+"""Large families as a user runs them (issue #35): `torchmsa align` and the peers as fresh
+processes on evolved families of N sequences, with wall time, peak memory and SP/TC against
+the true alignment.
+
+Families come from :mod:`benchmarks.evolve` (cached under ``--data``). Every run is a new
+process: wall time includes the interpreter, imports and compilation. Peak RSS is the child's
+(``wait4``); peak GPU memory is torch's ``max_memory_reserved`` in the torchmsa child, which
+runs the CLI's ``main`` and then reports it. FAMSA runs through pyfamsa in a child
+(``famsa``: defaults; ``famsa-medoid``: ``tree_heuristic="medoid"``, FAMSA 2's
+``-medoidtree``), Kalign as its binary. SP/TC count the root's columns (``core.txt``).
+
+    python -m benchmarks.scale --sizes 10000,30000,100000 --device cuda --threads 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.evolve import EvolveSpec, evolve, write
+from benchmarks.harness import append_rows, markdown_table, run_metadata
+
+TOOLS = ("torchmsa", "famsa", "famsa-medoid", "kalign")
+
+
+def family_files(n: int, length: int, seed: int, data: Path) -> dict[str, Path]:
+    """The evolved family's files, generated once per (n, length, seed)."""
+    out = data / f"evolve-n{n}-l{length}-s{seed}"
+    paths = {"input": out / "fam.fasta.gz", "ref": out / "ref.fasta.gz", "core": out / "core.txt"}
+    if not all(p.exists() for p in paths.values()):
+        write(evolve(EvolveSpec(n=n, length=length, seed=seed)), out)
+    return paths
+
+
+def _child_argv(tool: str, inp: Path, out: Path, args, report: Path) -> list[str]:
+    if tool == "kalign":
+        exe = shutil.which("kalign")
+        if exe is None:
+            raise FileNotFoundError("kalign is not on PATH")
+        return [exe, "-i", str(inp), "-o", str(out), "-n", str(args.threads)]
+    head = [sys.executable, "-m", "benchmarks.scale", "--child", tool, "--report", str(report)]
+    return head + ["--threads", str(args.threads), "--device", args.device, "--mode", args.mode,
+                   str(inp), str(out)]  # fmt: skip
+
+
+def run_child(argv: list[str], timeout: float) -> tuple[str, float, int, str]:
+    """``(status, wall seconds, peak RSS bytes, last stderr line)`` of one process."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        status, rss = "ok", 0
+        while True:
+            pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                rss = usage.ru_maxrss * 1024
+                status = "ok" if os.waitstatus_to_exitcode(code) == 0 else "failed"
+                break
+            if time.perf_counter() - start > timeout:
+                proc.kill()
+                _, _, usage = os.wait4(proc.pid, 0)
+                status, rss = "timeout", usage.ru_maxrss * 1024
+                break
+            time.sleep(0.05)
+        wall = time.perf_counter() - start
+        proc.returncode = 0  # reaped by wait4
+        err.seek(0)
+        lines = err.read().decode(errors="replace").strip().splitlines()
+    return status, wall, rss, (lines[-1] if lines else "")
+
+
+def child(tool: str, inp: Path, out: Path, args) -> int:
+    """The measured process: torchmsa's CLI, or FAMSA through pyfamsa."""
+    peak = 0
+    if tool == "torchmsa":
+        from torchmsa.cli import main as cli_main
+
+        code = cli_main(["align", str(inp), "-o", str(out), "--device", args.device,
+                         "--mode", args.mode, "--threads", str(args.threads)])  # fmt: skip
+        import torch
+
+        if torch.cuda.is_available():
+            peak = torch.cuda.max_memory_reserved()
+    else:
+        import pyfamsa
+
+        from torchmsa.io import read_sequences
+
+        recs = read_sequences(inp)
+        seqs = [pyfamsa.Sequence(r.name.encode(), r.seq.upper().encode()) for r in recs]
+        extra = {"tree_heuristic": "medoid"} if tool == "famsa-medoid" else {}
+        aln = pyfamsa.Aligner(threads=args.threads, **extra).align(seqs)
+        with open(out, "w") as fh:
+            fh.writelines(f">{s.id.decode()}\n{s.sequence.decode()}\n" for s in aln)
+        code = 0
+    Path(args.report).write_text(json.dumps({"peak_gpu": peak}))
+    return int(code or 0)
+
+
+def score(out: Path, files: dict[str, Path]) -> tuple[float, float]:
+    from torchmsa.metrics import score_alignment
+
+    s = score_alignment(out, files["ref"], files["core"])
+    return s.sp, s.tc
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,30000,100000")
+    ap.add_argument("--tools", default=",".join(TOOLS))
+    ap.add_argument("--length", type=int, default=250)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--mode", default="auto")
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "torchmsa-scale")
+    ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--report", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return child(args.child, Path(args.paths[0]), Path(args.paths[1]), args)
+    meta = run_metadata(args.device)
+    rows = []
+    for n in [int(x) for x in args.sizes.split(",")]:
+        t0 = time.perf_counter()
+        files = family_files(n, args.length, args.seed, args.data)
+        made = time.perf_counter() - t0
+        for tool in args.tools.split(","):
+            with tempfile.TemporaryDirectory() as tmp:
+                out, report = Path(tmp) / "out.fasta", Path(tmp) / "report.json"
+                try:
+                    argv_c = _child_argv(tool, files["input"], out, args, report)
+                except FileNotFoundError as exc:
+                    print(f"skip {tool}: {exc}")
+                    continue
+                status, wall, rss, last = run_child(argv_c, args.timeout)
+                sp = tc = float("nan")
+                if status == "ok":
+                    sp, tc = score(out, files)
+                peak = json.loads(report.read_text())["peak_gpu"] if report.exists() else None
+            rows.append({
+                "n": n, "tool": tool, "mode": args.mode if tool == "torchmsa" else "",
+                "threads": args.threads, "status": status, "wall_s": round(wall, 3),
+                "peak_rss_gib": round(rss / 2**30, 3),
+                "peak_gpu_gib": None if peak is None else round(peak / 2**30, 3),
+                "sp": sp, "tc": tc, "length": args.length, "seed": args.seed,
+                "generate_s": round(made, 2), "error": "" if status == "ok" else last[-300:],
+            })  # fmt: skip
+            print(markdown_table(rows[-1:]), flush=True)
+    path = append_rows("scale", rows, meta, args.out)
+    print(markdown_table(rows))
+    print(f"appended {len(rows)} rows to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,369 @@
+"""Many families over ranks (``torchmsa.distributed``, issue #42): the partition, the world
+and device rules, and real runs under torchrun on the CPU with gloo (one host, two ranks;
+two torchrun "nodes" on one host; ``align_many``; a rank that dies)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import pickle
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import torchmsa
+from torchmsa.cli import batch
+from torchmsa.cli.common import Parser
+from torchmsa.config import AlignConfig
+from torchmsa.distributed import (
+    JobsFailed,
+    World,
+    compact,
+    cost_rule,
+    family_cost,
+    partition,
+    rank_device,
+    text_shape,
+    wanted,
+)
+from torchmsa.errors import ArgumentError, DeviceError
+from torchmsa.synthetic import family
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCHER = [sys.executable, "-m", "torch.distributed.run"]
+HAS_TORCHRUN = (
+    torch.distributed.is_available()
+    and torch.distributed.is_gloo_available()
+    and importlib.util.find_spec("torch.distributed.run") is not None
+)
+needs_torchrun = pytest.mark.skipif(not HAS_TORCHRUN, reason="torch.distributed.run with gloo")
+
+
+# ---- the partition --------------------------------------------------------------------------
+
+
+def test_partition_gives_each_family_once_longest_first_to_the_least_loaded():
+    assert partition([1, 10, 1, 1], 2) == [[1], [0, 2, 3]]
+    # equal costs: input order, each to the least loaded rank, ties to the lower rank
+    assert partition([1.0] * 6, 4) == [[0, 4], [1, 5], [2], [3]]
+    assert partition([3, 2], 4) == [[0], [1], [], []]
+    assert partition([], 3) == [[], [], []]
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4, 7])
+def test_partition_is_deterministic_and_within_the_list_scheduling_bound(ranks):
+    rng = random.Random(ranks)
+    costs = [rng.choice([0.0, 1.0, 5.0]) * rng.random() ** 3 * 1e9 for _ in range(97)]
+    shares = partition(costs, ranks)
+    assert shares == partition(list(costs), ranks)
+    assert sorted(i for s in shares for i in s) == list(range(len(costs)))
+    assert all(s == sorted(s) for s in shares)
+    loads = [sum(costs[i] for i in s) for s in shares]
+    assert max(loads) <= sum(costs) / ranks + max(costs) * (1 + 1e-12)
+    # the largest family goes first, to rank 0
+    assert max(range(len(costs)), key=lambda i: (costs[i], -i)) in shares[0]
+
+
+def test_partition_refuses_what_it_cannot_split():
+    for ranks in (0, -1, 1.5, True):
+        with pytest.raises(ArgumentError, match="`ranks`"):
+            partition([1.0], ranks)
+    for bad in (-1.0, math.nan, math.inf):
+        with pytest.raises(ArgumentError, match="item 1 costs"):
+            partition([1.0, bad], 2)
+
+
+def test_the_cost_model_follows_the_pipelines_passes():
+    n, length = 300, 200
+    one = family_cost(n, length, "default", "lcs") - 1.5 * n * n - n * length
+    two = family_cost(n, length, "default") - 0.2 * n * n - n * length
+    assert two == pytest.approx(3 * one)
+    for mode, tree in [("fast", "upgma"), ("default", "upgma_mafft"), ("default", "lcs")]:
+        assert family_cost(100, 200, mode, tree) < family_cost(101, 200, mode, tree)
+        assert family_cost(101, 200, mode, tree) < family_cost(101, 201, mode, tree)
+    assert family_cost(100, 200, "accurate") < family_cost(101, 200, "accurate")
+    rule = cost_rule(None)  # auto mode: accurate up to 200 sequences, one pass above 500
+    assert rule(201, 250) < rule(200, 250) and rule(501, 250) < rule(500, 250)
+    # the fit of decision 0039: an accurate 150 x 250 family costs about six default ones of
+    # 1,000 x 250 (CPU 8.7, H100 about 5)
+    assert 4 < rule(150, 250) / rule(1000, 250) < 9
+    fast = cost_rule(AlignConfig(mode="fast"))
+    assert fast(150, 250) == family_cost(150, 250, "fast", "upgma_mafft")
+
+
+def test_text_shape_counts_fasta_and_reads_other_formats():
+    assert text_shape("\ufeff\n>a x\nMKV\r\nLA\n>b\nMK\n>c\n\n") == (3, 5)
+    clustal = "CLUSTAL W\n\na    MKV-LA\nb    MK--LA\n"
+    assert text_shape(clustal) == (2, 6)
+    assert text_shape("not a sequence file at all {") == (0, 0)
+
+
+def test_compact_writes_runs():
+    assert compact([7, 0, 1, 2, 5, 8]) == "#0-2, #5, #7-8"
+    assert compact([]) == "none"
+
+
+# ---- the world, its devices, and when a call spreads ---------------------------------------
+
+
+def _env(rank=0, size=2, local=0, **extra):
+    env = {"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(local)}
+    return {**env, **{k: str(v) for k, v in extra.items()}}
+
+
+def test_world_from_torchruns_variables():
+    assert World.from_env({}) is None
+    assert World.from_env({"RANK": "0", "WORLD_SIZE": "2"}) is None
+    w = World.from_env(_env(3, 4, 1, LOCAL_WORLD_SIZE=2, GROUP_RANK=1))
+    assert (w.rank, w.size, w.local_rank, w.local_size, w.node) == (3, 4, 1, 2, 1)
+    assert str(w) == "rank 3/4"
+    with pytest.raises(ArgumentError, match="RANK: 'x'"):
+        World.from_env(_env(rank="x"))
+    with pytest.raises(ArgumentError, match="rank 2 of a world of 2"):
+        World.from_env(_env(2, 2))
+    with pytest.raises(ArgumentError, match="local rank 2 of 2"):
+        World.from_env(_env(0, 4, 2, LOCAL_WORLD_SIZE=2))
+
+
+def test_wanted_spreads_only_over_several_ranks_unless_told():
+    assert wanted(False, _env()) is None
+    assert wanted("auto", {}) is None
+    assert wanted("auto", _env(0, 1)) is None
+    assert wanted("auto", _env(1, 2)) == World(1, 2, 0, 1)
+    assert wanted("auto", _env(1, 2, TORCHMSA_DISTRIBUTED="off")) is None
+    assert wanted(True, _env(0, 1)).size == 1
+    with pytest.raises(ArgumentError, match="not started by torchrun"):
+        wanted(True, {})
+    with pytest.raises(ArgumentError, match="`distributed` argument: 'yes'"):
+        wanted("yes", _env())
+
+
+def test_each_rank_gets_its_own_gpu_or_the_cpu():
+    w = World(1, 2, 1, 2)
+    assert rank_device("cpu", w) == torch.device("cpu")
+    if not torch.cuda.is_available():
+        assert rank_device("auto", w) == torch.device("cpu")
+        with pytest.raises(DeviceError, match="no CUDA GPU"):
+            rank_device("cuda", w)
+        return
+    count = torch.cuda.device_count()
+    if count > 1:
+        assert rank_device("auto", w) == torch.device("cuda", 1)
+    with pytest.raises(DeviceError, match="has no GPU of its own"):
+        rank_device("cuda", World(count, count + 1, count, count + 1))
+
+
+def test_jobs_failed_names_the_inputs_and_pickles():
+    exc = JobsFailed({2: ValueError("bad  residue"), 5: KeyError("x")}, [None] * 6)
+    assert "2 of 6 inputs failed (input 2: ValueError: bad residue; input 5: KeyError" in str(exc)
+    again = pickle.loads(pickle.dumps(exc))
+    assert list(again.errors) == [2, 5] and again.results == [None] * 6
+
+
+def test_align_many_distributed_true_outside_torchrun_is_an_error(monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ArgumentError, match="not started by torchrun"):
+        torchmsa.align_many([["MKVL", "MKIL"]], device="cpu", distributed=True)
+
+
+# ---- real runs under torchrun (gloo on the CPU) ---------------------------------------------
+
+FAMILIES = {f"f{k}": family(5 + k, 24 + 4 * k, k, indels=True) for k in range(4)}
+
+
+def _fasta(seqs) -> str:
+    return "".join(f">s{i}\n{s}\n" for i, s in enumerate(seqs))
+
+
+def _batch(argv: list[str]) -> int:
+    parser = Parser(prog="torchmsa")
+    batch.add_parser(parser.add_subparsers(dest="command", parser_class=Parser))
+    args = parser.parse_args(["batch", *argv])
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory):
+    """Four small families, one file with an invalid character, and what one process makes
+    of them (``single``)."""
+    root = tmp_path_factory.mktemp("families")
+    good = root / "in"
+    good.mkdir()
+    for name, seqs in FAMILIES.items():
+        (good / f"{name}.fasta").write_text(_fasta(seqs))
+    with_bad = root / "with_bad"
+    with_bad.mkdir()
+    for path in good.iterdir():
+        (with_bad / path.name).write_bytes(path.read_bytes())
+    (with_bad / "bad.fasta").write_text(">p\nMKV1AA\n>q\nMKVLA\n")
+    single = root / "single"
+    argv = [str(good), "-o", str(single), "--cpu-workers", "0", "--device", "cpu", "-q"]
+    assert _batch(argv) == 0
+    return {"good": good, "with_bad": with_bad, "single": single, "root": root}
+
+
+def _child_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _same_files(a: Path, b: Path) -> None:
+    assert sorted(p.name for p in a.iterdir()) == sorted(p.name for p in b.iterdir())
+    for p in a.iterdir():
+        assert (b / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+def _two_nodes(argv: list[str], env: dict, timeout: float = 120) -> list:
+    """Two torchrun "nodes" on this host (c10d rendezvous on localhost): node 0 hosts the
+    store. ``argv`` follows the launcher's options. Returns both finished processes."""
+    port = _free_port()
+    procs = []
+    for node in (0, 1):
+        cmd = LAUNCHER + ["--nnodes", "2", "--nproc-per-node", "1", "--node-rank", str(node)]
+        cmd += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"localhost:{port}"]
+        cmd += ["--rdzv-conf", f"is_host={int(node == 0)}", "--max-restarts", "0", *argv]
+        node_env = {**env, "TEST_NODE": str(node)}
+        procs.append(
+            subprocess.Popen(
+                cmd,
+                env=node_env,
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+        )
+    out = []
+    try:
+        for p in procs:
+            stdout, stderr = p.communicate(timeout=timeout)
+            out.append(subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return out
+
+
+@needs_torchrun
+def test_batch_on_two_ranks_writes_what_one_process_writes_and_reports_the_bad_file(
+    families, tmp_path
+):
+    out = tmp_path / "out"
+    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", "-m", "torchmsa", "batch"]
+    cmd += [str(families["with_bad"]), "-o", str(out), "--cpu-workers", "0", "--device", "cpu"]
+    proc = subprocess.run(
+        cmd, env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    err = proc.stderr
+    assert proc.returncode == 1, err
+    _same_files(families["single"], out)
+    assert "bad.fasta: sequence 'p' (#1) has invalid character '1'" in err
+    assert "torchmsa batch: 4 aligned, 0 skipped (done before), 1 failed" in err
+    assert "on 2 ranks" in err and err.count("torchmsa batch: 4 aligned") == 1
+    ran = [line for line in err.splitlines() if ": ran " in line]
+    assert len(ran) == 2 and {"rank 0/2" in r for r in ran} == {True, False}
+    assert sum(int(r.split(" aligned")[0].rsplit(" ", 1)[1]) for r in ran) == 4
+
+
+@needs_torchrun
+def test_batch_over_two_torchrun_nodes_on_one_host_resumes_and_matches(families, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    done = out / "f2.aln.fasta"
+    done.write_bytes((families["single"] / done.name).read_bytes())
+    later = time.time() + 60
+    os.utime(done, (later, later))
+    argv = ["-m", "torchmsa", "batch", str(families["good"]), "-o", str(out)]
+    nodes = _two_nodes(argv + ["--cpu-workers", "0", "--device", "cpu"], _child_env())
+    err = "".join(n.stderr for n in nodes)
+    assert [n.returncode for n in nodes] == [0, 0], err
+    _same_files(families["single"], out)
+    assert "torchmsa batch: 3 aligned, 1 skipped (done before), 0 failed" in err
+    assert done.stat().st_mtime == later
+    assert err.count(": ran ") == 2
+
+
+API_SCRIPT = """
+import torch.distributed as dist
+import torchmsa
+from torchmsa.distributed import JobsFailed
+from torchmsa.synthetic import family
+
+fams = [family(4 + k, 20 + 3 * k, k) for k in range(5)]
+want = [a.rows for a in torchmsa.align_many(fams, device="cpu", distributed=False)]
+got = torchmsa.align_many(fams, device="auto")
+rank = dist.get_rank()
+assert [a.rows for a in got] == want
+assert sorted({a.metadata["rank"] for a in got}) == [0, 1], [a.metadata for a in got]
+try:
+    torchmsa.align_many(fams[:2] + [["MKV1A", "MKVLA"]] + fams[2:], device="cpu")
+    raise SystemExit("no error")
+except JobsFailed as exc:
+    assert list(exc.errors) == [2] and "invalid character '1'" in str(exc)
+    assert [a.rows for a in exc.results if a is not None] == want
+mine = torchmsa.align_many(fams[rank : rank + 2], device="cpu")  # each rank its own inputs
+assert [a.rows for a in mine] == want[rank : rank + 2]
+print(f"rank {rank} ok", flush=True)
+"""
+
+
+@needs_torchrun
+def test_align_many_under_torchrun_returns_the_whole_list_on_every_rank(tmp_path):
+    script = tmp_path / "api.py"
+    script.write_text(API_SCRIPT)
+    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", str(script)]
+    proc = subprocess.run(
+        cmd, env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.split("\n")[:-1]) == ["rank 0 ok", "rank 1 ok"]
+
+
+DYING_SCRIPT = """
+import os, sys, time
+from torchmsa.distributed import DistributedError, World, session
+
+with session(World.from_env(), "cpu", timeout_s=60, keep=False) as s:
+    def work(emit):
+        if os.environ["TEST_NODE"] == "1":  # the node that does not host the store dies
+            time.sleep(1.0)
+            os._exit(3)
+        time.sleep(100)
+
+    t0 = time.perf_counter()
+    try:
+        s.run(work)
+    except DistributedError as exc:
+        print(f"stopped after {time.perf_counter() - t0:.1f} s: {exc}", flush=True)
+        sys.exit(5)
+"""
+
+
+@needs_torchrun
+def test_a_rank_that_dies_stops_the_others_with_a_clear_error(tmp_path):
+    script = tmp_path / "dies.py"
+    script.write_text(DYING_SCRIPT)
+    t0 = time.perf_counter()
+    host, other = _two_nodes([str(script)], _child_env())
+    assert host.returncode != 0 and other.returncode != 0
+    assert time.perf_counter() - t0 < 60, "the surviving rank waited for its work"
+    line = next(ln for ln in host.stdout.splitlines() if ln.startswith("stopped after"))
+    assert "exchanging progress with the other ranks failed" in line
+    assert float(line.split()[2]) < 30
