@@ -89,12 +89,18 @@ def _trees(device: str) -> None:
 
 
 def _pairwise(device: str) -> None:
+    """Pairwise alignment (the full-matrix and the linear-space paths) and best-K local
+    alignment's host code."""
+    from torchmsa.ops.local import local_topk
     from torchmsa.ops.pairwise import pairwise_align
 
     fam = list(_family(6, 60, 4).values())
     for mode in ("global", "local", "semiglobal"):
         for traceback in (False, True):
             pairwise_align(fam[:3], fam[3:], mode=mode, traceback=traceback, device=device)
+        long = "".join(fam)[:200]  # full matrices over 12 kB: the linear-space path
+        pairwise_align(fam[0][:20], long, mode=mode, device="cpu", budget=12000)
+    local_topk(fam[0], "".join(fam[1:]), k=3, device="cpu")
 
 
 def _add_merge(device: str) -> None:
@@ -156,6 +162,18 @@ def _dp_kind(kind: str, shard: int) -> Callable[[str], None]:
     return run
 
 
+def _local_strips(device: str) -> None:
+    """Best-K local alignment's strip kernel for the default protein and DNA matrices."""
+    import torch
+
+    from torchmsa._triton import warm
+    from torchmsa.alphabet import get_alphabet
+    from torchmsa.scoring import get_scoring
+
+    for name in ("protein", "dna"):
+        warm.strip_variants(torch.device(device), get_scoring(get_alphabet(name)).matrix)
+
+
 CPU_TASKS: dict[str, Callable[[str], None]] = {
     "align-default": lambda d: _align_modes(d, ("default",)),
     "align-accurate": lambda d: _align_modes(d, ("accurate",)),
@@ -171,6 +189,7 @@ GPU_TASKS: dict[str, Callable[[str], None]] = {
         for kind in ("local-score", "local-trace", "semiglobal-trace", "profile")
         for shard in range(DP_SHARDS)
     },
+    "local-strips": _local_strips,
     "gpu-default": _on_gpu(("default",)),
     "gpu-accurate": _on_gpu(("accurate",)),
     "gpu-fast": _on_gpu(("fast",)),

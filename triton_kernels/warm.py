@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchmsa._triton import dp, dp_plan
+from torchmsa._triton import dp, dp_plan, strip
 from torchmsa.constants import GLOBAL
 
-__all__ = ["pair_variants", "profile_variants", "element_bits"]
+__all__ = ["pair_variants", "profile_variants", "strip_variants", "element_bits"]
 
 
 def element_bits(matrix: np.ndarray, gap_open: int) -> int:
@@ -87,3 +87,30 @@ def profile_variants(device: torch.device, shard: int = 0, shards: int = 1) -> i
             t[0], t[1], n32, m32, oa, ca, t[2], ob, cb, t[3], 1, GLOBAL, force_config=cfg
         )
     return len(shapes)
+
+
+def strip_variants(device: torch.device, matrix: np.ndarray) -> int:
+    """Compile best-K local alignment's strip kernel (``strip.py``) for ``matrix``: one tiny
+    launch per launch shape, without and with forbidden pairs. Returns the launches made."""
+    mat = torch.from_numpy(np.array(matrix, dtype=np.int32)).to(device)
+    rng = np.random.default_rng(0)
+    n, m, W = 9, 40, 16
+    q = torch.from_numpy(rng.integers(0, mat.shape[0], n).astype(np.uint8)).to(device)
+    s = torch.from_numpy(rng.integers(0, mat.shape[0], m).astype(np.uint8)).to(device)
+    S = -(-m // W)
+    i32 = {"dtype": torch.int32, "device": device}
+    lo, hi = torch.zeros(1, **i32), torch.full((1,), S, **i32)
+    col = torch.zeros((1, 4, n + 1), **i32)
+    col[:, 1] = -(1 << 28)
+    slot = torch.zeros(1, dtype=torch.int64, device=device)
+    launches = 0
+    for shape in strip.SHAPES:
+        for forbid in (False, True):
+            ptr = torch.zeros(n + 2, **i32)
+            ptr[2:] = 1 if forbid else 0  # row 1 forbids column 1
+            fcol = torch.ones(1 if forbid else 0, **i32)
+            ckpt, best = torch.empty((S, 4, n + 1), **i32), torch.empty((S, 4), **i32)
+            strip.strip_fill(q, s, mat, 10, 1, W, lo, hi, col, slot, ptr, fcol, ckpt, best,
+                             shape=shape)  # fmt: skip
+            launches += 1
+    return launches
