@@ -191,6 +191,154 @@ def test_local_topk_matches_oracle(kind, gaps):
             assert h.aligned[1].replace("-", "") == s[h.subject[0] : h.subject[1]]
 
 
+def _indel_case(rng, letters, n_max=24):
+    """A query (a random prefix, then a core) and a subject holding copies of the core with
+    substitutions and many short indels."""
+    core = "".join(rng.choice(letters, rng.integers(2, n_max)))
+    q = "".join(rng.choice(letters, rng.integers(0, n_max))) + core
+    parts = ["".join(rng.choice(letters, rng.integers(0, 10)))]
+    for _ in range(rng.integers(1, 4)):
+        copy = []
+        for c in core:
+            r = rng.random()
+            if r < 0.15:
+                continue  # deletion
+            copy.append(c if r < 0.8 else rng.choice(letters))
+            if rng.random() < 0.2:
+                copy.append("".join(rng.choice(letters, rng.integers(1, 4))))  # insertion
+        parts += ["".join(copy), "".join(rng.choice(letters, rng.integers(0, 10)))]
+    return q, "".join(parts)
+
+
+GAP_HEAVY = [(20, 1), (1, 1), (2, 1), (1, 3), (4, 0), (0, 2), (6, 2)]
+
+
+@pytest.mark.parametrize("gaps", GAP_HEAVY, ids=lambda g: f"go{g[0]}-ge{g[1]}")
+@pytest.mark.parametrize("seqtype", ["dna", "protein"])
+def test_rect_first_row_bound_holds_on_oracle_hits(gaps, seqtype):
+    """Every oracle hit starts at or below the rectangle's top row, and the cut rectangle traces
+    back the oracle's alignment; gap-heavy alignments, ties (DNA repeats), large gap opens,
+    ``go < ge`` and zero costs (no cut) included."""
+    rng = np.random.default_rng([len(seqtype), *gaps])
+    letters = list("ACGT" if seqtype == "dna" else AMINO[:8])
+    mat = get_scoring(seqtype).matrix
+    cut = 0
+    for _ in range(8):
+        q, s = _indel_case(rng, letters)
+        alphabet = DNA if seqtype == "dna" else PROTEIN
+        qc, sc = _codes(q, alphabet).numpy(), _codes(s, alphabet).numpy()
+        col_max = mat[np.unique(qc)].max(0)
+        forbidden = set()
+        for score, i0, i_end, j0, j_end, ops in oracle.waterman_eggert(
+            qc.tolist(), sc.tolist(), mat, *gaps, k=6
+        ):
+            r0 = cpu_strip.rect_first_row(score, i_end, sc[j0:j_end], col_max, *gaps)
+            assert 1 <= r0 <= i0 + 1, (q, s, score, i0, r0)
+            cut += r0 > 1
+            keys = sorted(forbidden)
+            fptr = np.searchsorted([i for i, _ in keys], np.arange(len(qc) + 2)).astype(np.int32)
+            fcol = np.array([j for _, j in keys], np.int32)
+            got = cpu_strip.rect_traceback(
+                qc[r0 - 1 : i_end], sc[j0:j_end], j0 + 1, mat, *gaps, fptr, fcol, 1 << 20, r0
+            )
+            assert (got[0].tolist(), *got[1:]) == (ops, i0, j0, score), (q, s, r0)
+            a, b = i0, j0
+            for op in ops:
+                a, b = a + (op != oracle.LEFT), b + (op != oracle.UP)
+                if op == oracle.MATCH:
+                    forbidden.add((a, b))
+        want = oracle.waterman_eggert(qc.tolist(), sc.tolist(), mat, *gaps, k=6)
+        got = local_topk_codes(torch.from_numpy(qc), torch.from_numpy(sc), mat, *gaps, k=6)
+        assert _hits(got) == want, (q, s)
+    assert cut or min(gaps) == 0 or max(gaps) <= 2  # the bound cuts rows unless gaps are cheap
+
+
+def test_rect_first_row_cuts_long_queries():
+    """A short hit at the end of a long query needs only a few hundred rows, not all."""
+    rng = np.random.default_rng(2)
+    q = "".join(rng.choice(list(AMINO), 3000))
+    s = "".join(rng.choice(list(AMINO), 400)) + q[2800:2900] + "".join(rng.choice(list(AMINO), 99))
+    mat = get_scoring("protein").matrix
+    qc, sc = _codes(q, PROTEIN).numpy(), _codes(s, PROTEIN).numpy()
+    (hit,) = _hits(local_topk_codes(torch.from_numpy(qc), torch.from_numpy(sc), mat, 10, 1, k=1))
+    score, i0, i_end, j0, j_end, _ = hit
+    r0 = cpu_strip.rect_first_row(score, i_end, sc[j0:j_end], mat[np.unique(qc)].max(0), 10, 1)
+    assert 2000 < r0 <= i0 + 1 and i0 <= 2800 < 2900 <= i_end
+
+
+def _forbidden_pairs(hits):
+    pairs = []
+    for _, i0, _, j0, _, ops in hits:
+        a, b = i0, j0
+        for op in ops:
+            a, b = a + (op != oracle.LEFT), b + (op != oracle.UP)
+            if op == oracle.MATCH:
+                pairs.append((a, b))
+    return pairs
+
+
+@pytest.mark.parametrize("sequential", [True, False], ids=["sequential", "ranges"])
+@pytest.mark.parametrize("plan", PLANS[:5], ids=lambda p: repr(p))
+def test_recompute_equals_a_fresh_fill(sequential, plan):
+    """After each hit, the recomputed store equals a first pass with the same forbidden pairs,
+    for the CPU's strip-by-strip refill and for the ranges cut into segments (the GPU's)."""
+    rng = np.random.default_rng(len(repr(plan)))
+    unit = "".join(rng.choice(list("ACGT"), 12))
+    q = _codes(unit + "GATTACA", DNA)
+    s = _codes("".join(rng.choice(list("ACGT"), 5)).join([unit, unit[::-1], unit, unit[:7]]), DNA)
+    mat = torch.from_numpy(get_scoring("dna").matrix.copy())
+    resolved, chunk = plan_layout(len(q), len(s), plan, "cpu", "cpu", 1 << 30)
+    dp = StripDP(q, s, mat, 3, 1, resolved, chunk, "cpu", sequential=sequential)
+    dp.first_pass()
+    for score, i0, i_end, j0, j_end, ops in oracle.waterman_eggert(
+        q.tolist(), s.tolist(), mat.numpy(), 3, 1, k=5
+    ):
+        assert dp.top() == (score, i_end, j_end, j0 + 1)
+        i, j = np.array(_forbidden_pairs([(score, i0, i_end, j0, j_end, ops)])).T
+        dp.forbid(i, j)
+        dp.recompute(j0 + 1, j_end, score)
+        fresh = StripDP(q, s, mat, 3, 1, resolved, chunk, "cpu")
+        fresh.forbid(dp.keys // (len(s) + 1), dp.keys % (len(s) + 1))
+        fresh.first_pass()
+        assert torch.equal(dp.ckpt, fresh.ckpt) and torch.equal(dp.best, fresh.best)
+        assert (dp.best_host == fresh.best.numpy()).all()
+
+
+def _fake_triton(monkeypatch):
+    """Route the Triton backend to the CPU kernel (its ranges-and-segments recomputation)."""
+    module = types.SimpleNamespace(strip_fill=cpu_strip.strip_fill)
+    monkeypatch.setitem(sys.modules, "torchmsa._triton.strip", module)
+    monkeypatch.setattr(sys.modules["torchmsa._triton"], "strip", module, raising=False)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+@pytest.mark.parametrize("gaps", [(10, 1), (1, 1), (2, 2)], ids=lambda g: f"go{g[0]}-ge{g[1]}")
+def test_ranges_recomputation_matches_oracle(monkeypatch, gaps):
+    _fake_triton(monkeypatch)
+    rng = np.random.default_rng(list(gaps))
+    mat = get_scoring("dna").matrix
+    for t in range(6):
+        q, s = _indel_case(rng, list("ACGT"))
+        qc, sc = _codes(q, DNA), _codes(s, DNA)
+        want = oracle.waterman_eggert(qc.tolist(), sc.tolist(), mat, *gaps, k=6)
+        plan = [*PLANS[:5], LocalPlan(strip_width=2, segments=16, warmup=1)][t]
+        got = local_topk_codes(qc, sc, mat, *gaps, k=6, backend="triton", plan=plan)
+        assert _hits(got) == want, (q, s, plan)
+
+
+@pytest.mark.interpreter
+def test_triton_driver_recomputes_in_ranges(device):
+    """``local_topk_codes`` on the Triton backend (the interpreter without a GPU): strips of 2
+    columns, two segments with one-strip warm-ups, so the first pass needs a fix-up and the
+    recomputation after hit 1 is a range cut into segments; the hits are the oracle's."""
+    q, s = _codes("ACGTTGCA", DNA), _codes("TACGTTGCAGGACGATGCA", DNA)
+    mat = get_scoring("dna").matrix
+    want = oracle.waterman_eggert(q.tolist(), s.tolist(), mat, 3, 1, k=2)
+    plan = LocalPlan(strip_width=2, segments=2, warmup=1)
+    got = local_topk_codes(q.to(device), s.to(device), mat, 3, 1, k=2, backend="triton", plan=plan)
+    assert _hits(got) == want and got.refilled >= 10  # the first pass's fix-up + the range
+
+
 # ---- (4) hit 1 is pairwise_align(mode="local") ----------------------------------------------
 
 

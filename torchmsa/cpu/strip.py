@@ -32,7 +32,7 @@ from torchmsa.constants import (
 from torchmsa.cpu.rules.trace_step import trace_step
 from torchmsa.errors import ArgumentError, ResourceError
 
-__all__ = ["strip_fill", "rect_traceback", "workers"]
+__all__ = ["strip_fill", "refill_until", "rect_first_row", "rect_traceback", "workers"]
 
 
 @njit(cache=True, nogil=True)
@@ -96,13 +96,43 @@ def _fill_segment(prof, s, go, ge, W, lo, hi, col, out, fptr, fcol, ckpt, best):
         best[r, 0], best[r, 1], best[r, 2], best[r, 3] = bs, bi, bj, bsh
 
 
-@njit(cache=True, parallel=True)
-def _strip_fill(q, s, mat, go, ge, W, seg_lo, seg_hi, col_in, slot, fptr, fcol, ckpt, best):
+@njit(cache=True, nogil=True)
+def _profile(q, mat):
     n = q.shape[0]
     prof = np.zeros((mat.shape[0], n + 1), np.int32)  # [A, n + 1] query profile
     for a in range(mat.shape[0]):
         for i in range(1, n + 1):
             prof[a, i] = mat[q[i - 1], a]
+    return prof
+
+
+@njit(cache=True, nogil=True)
+def _refill_until(q, s, mat, go, ge, W, k, end, stop_from, col, fptr, fcol, ckpt, best):
+    prof = _profile(q, mat)
+    n1 = col.shape[1]
+    sck = np.empty((1, 4, n1), np.int32)
+    sbest = np.empty((1, 4), np.int32)
+    while k < end:
+        _fill_segment(prof, s, go, ge, W, k, k + 1, col, 0, fptr, fcol, sck, sbest)
+        same = True
+        for t in range(4):
+            for i in range(n1):
+                if sck[0, t, i] != ckpt[k, t, i]:
+                    same = False
+                    break
+            if not same:
+                break
+        ckpt[k, :, :] = sck[0]
+        best[k, :] = sbest[0]
+        k += 1
+        if same and k > stop_from:
+            break
+    return k
+
+
+@njit(cache=True, parallel=True)
+def _strip_fill(q, s, mat, go, ge, W, seg_lo, seg_hi, col_in, slot, fptr, fcol, ckpt, best):
+    prof = _profile(q, mat)
     for c in prange(seg_lo.shape[0]):
         col = col_in[c].copy()
         _fill_segment(
@@ -194,21 +224,57 @@ def strip_fill(
     )
 
 
+def refill_until(q, s, mat, go, ge, W, k, stop_from, col, forbid_ptr, forbid_col, ckpt, best):
+    """Refill strips ``k, k + 1, ...`` of the store ``ckpt``, ``best`` in place, one at a time
+    from ``col`` (the exact column before strip ``k``), until the first strip at or past
+    ``stop_from`` whose new checkpoint equals the stored one (the strips after it are already
+    right), or the last strip. A CPU-only shortcut of the chunked refill: nothing is filled past
+    the stop.
+
+    Arguments:
+        q, s, mat, go, ge, W, forbid_ptr, forbid_col, ckpt, best: as :func:`strip_fill`
+            (``ckpt``, ``best`` the whole store, ``S`` strips).
+        k: the first strip to fill.
+        stop_from: the first strip whose unchanged checkpoint may end the refill.
+        col: ``int32 [4, n + 1]`` the column before strip ``k`` (overwritten).
+
+    Returns:
+        One past the last strip filled.
+    """
+    q, s, mat = _host(q, "q", np.uint8), _host(s, "s", np.uint8), _host(mat, "mat", np.int32)
+    fptr = _host(forbid_ptr, "forbid_ptr", np.int32)
+    fcol = _host(forbid_col, "forbid_col", np.int32)
+    col = _host(col, "col", np.int32, True)
+    ckpt, best = _host(ckpt, "ckpt", np.int32, True), _host(best, "best", np.int32, True)
+    n, S = q.shape[0], ckpt.shape[0]
+    if col.shape != (4, n + 1) or ckpt.shape[1:] != (4, n + 1) or best.shape != (S, 4):
+        raise ArgumentError(
+            f"`col` {col.shape}, `ckpt` {ckpt.shape} and `best` {best.shape} do not fit n={n}"
+        )
+    if not 0 <= k < S or (S - 1) * W >= s.shape[0] or S * W < s.shape[0]:
+        raise ArgumentError(f"Invalid refill: strip {k} of {S} strips of W={W}, m={s.shape[0]}")
+    return int(
+        _refill_until(q, s, mat, int(go), int(ge), int(W), int(k), S, int(stop_from), col,
+                      fptr, fcol, ckpt, best)
+    )  # fmt: skip
+
+
 def workers() -> int:
     """Threads the CPU kernel spreads segments over."""
     return get_num_threads()
 
 
 @njit(cache=True, nogil=True)
-def _rect_fill(q, s, j_first, mat, go, ge, fptr, fcol, trace):
-    """Direction bits (``cpu/dp.py``'s) of rows ``1..i_end`` and rectangle columns ``1..w``
-    (DP columns ``j_first .. j_first + w - 1``) from a zero boundary; returns the last ``H``."""
+def _rect_fill(q, s, i_first, j_first, mat, go, ge, fptr, fcol, trace):
+    """Direction bits (``cpu/dp.py``'s) of rectangle rows ``1..len(q)`` (DP rows ``i_first ..``)
+    and columns ``1..w`` (DP columns ``j_first .. j_first + w - 1``) from a zero boundary;
+    returns the last ``H``."""
     n1, w1 = trace.shape
     h_row = np.zeros(w1, np.int32)
     f_row = np.full(w1, NEG, np.int32)
     h = 0
     for i in range(1, n1):
-        a, b = fptr[i], fptr[i + 1]
+        a, b = fptr[i_first - 1 + i], fptr[i_first + i]
         t = a + np.searchsorted(fcol[a:b], j_first)
         row = mat[q[i - 1]]
         diag = 0
@@ -268,23 +334,69 @@ def _rect_trace(trace, ops):
     return k, i, j
 
 
-def rect_traceback(q, s_part, j_first, mat, go, ge, forbid_ptr, forbid_col, max_bytes):
+def rect_first_row(score, i_end, s_part, col_max, go, ge) -> int:
+    """The top row of a hit's traceback rectangle: no row below it is needed.
+
+    Arguments:
+        score: ``h*``, the hit's score (``> 0``).
+        i_end: ``i*``, its DP row.
+        s_part: ``uint8 [w]`` the subject codes of its columns ``j0 .. j*``.
+        col_max: ``int [A]``: ``col_max[c]`` is the best ``mat[a, c]`` over the query's codes ``a``.
+        go, ge: gap costs.
+
+    Returns:
+        A DP row ``r0`` in ``1 .. i*``: the hit's tie-rule path lies in rows ``r0 .. i*``.
+
+    Proof. Let the path start with a diagonal move into ``(a, j0)`` and make ``D`` diagonal,
+    ``U`` up and ``L`` left moves to ``(i*, j*)``. Each column ``j0 .. j*`` is entered once, so
+    ``D + L = w`` and ``D <= w``; each row ``a .. i*`` once, so ``i* - a + 1 = D + U``. The
+    diagonal moves fall in distinct columns, so they score at most
+    ``P = sum(max(0, col_max[s_j]))`` over the ``w`` columns; left gaps cost ``>= 0``; ``U >= 1``
+    up moves in ``r`` runs cost ``r go + (U - r) ge``, at least ``go + (U - 1) ge`` when
+    ``go >= ge`` and ``U go`` when ``go < ge``. So ``h* <= P - cost(U)``: with ``slack = P - h*``,
+    ``U <= 1 + (slack - go) // ge`` (``0`` when ``slack < go``) for ``go >= ge > 0`` and
+    ``U <= slack // go`` for ``0 < go < ge``; with ``min(go, ge) == 0`` there is no bound and
+    ``r0 = 1``. Hence ``a = i* + 1 - D - U >= i* + 1 - w - U_max =: r0``. Every cell of the path
+    and every predecessor it reads lies in rows ``a - 1 .. i*`` and columns ``j0 - 1 .. j*``: in
+    the rectangle of rows ``max(r0, 1) ..`` and columns ``j0 ..``, or on its zero boundary
+    (``(a - 1, j0 - 1)`` has ``H = 0`` in the full matrix too), so decision 0038's argument
+    holds for it unchanged: a zero boundary only lowers values (full ``H >= 0``), the path's
+    cells keep their full-matrix values, and no tie-order predecessor can win that did not.
+    """
+    w = len(s_part)
+    if min(go, ge) <= 0:
+        return 1
+    P = int(np.maximum(np.asarray(col_max, np.int64)[np.asarray(s_part, np.intp)], 0).sum())
+    slack = P - int(score)
+    if slack < 0:  # impossible for a real hit; stay safe
+        return 1
+    if go >= ge:
+        u_max = 0 if slack < go else 1 + (slack - go) // ge
+    else:
+        u_max = slack // go
+    return max(1, int(i_end) + 1 - w - int(u_max))
+
+
+def rect_traceback(q, s_part, j_first, mat, go, ge, forbid_ptr, forbid_col, max_bytes, i_first=1):
     """The alignment ending at the last cell of a rectangle of the DP, traced back in ``H``.
 
-    The rectangle is rows ``1..len(q)`` and DP columns ``j_first .. j_first + len(s_part) - 1``,
-    filled from a zero boundary (``H = 0``, ``E = F = NEG``) with the forbidden pairs that fall
-    in it. For a hit's end cell ``(i*, j*)`` and start column ``j0 = SH[i*, j*]``, the rectangle
-    ``q[:i*]``, columns ``j0..j*`` gives the traceback of the full matrix (decision 0038).
+    The rectangle is DP rows ``i_first .. i_first + len(q) - 1`` and DP columns
+    ``j_first .. j_first + len(s_part) - 1``, filled from a zero boundary (``H = 0``,
+    ``E = F = NEG``) with the forbidden pairs that fall in it. For a hit's end cell ``(i*, j*)``
+    and start column ``j0 = SH[i*, j*]``, the rectangle of rows ``r0 .. i*``
+    (:func:`rect_first_row`) and columns ``j0..j*`` gives the traceback of the full matrix
+    (decision 0038).
 
     The direction bits take ``len(q) + 1`` by ``len(s_part) + 1`` bytes; a linear-space
     (Hirschberg-style) traceback is future work.
 
     Arguments:
-        q: ``uint8 [i*]`` the query codes up to the end row.
+        q: ``uint8 [i* - i_first + 1]`` the query codes of the rectangle's rows.
         s_part: ``uint8 [w]`` the subject codes of the rectangle's columns.
         j_first: the DP column of ``s_part[0]`` (``1..m``).
         mat, go, ge, forbid_ptr, forbid_col: as :func:`strip_fill` (numpy arrays).
         max_bytes: the memory the direction bits may take.
+        i_first: the DP row of ``q[0]`` (``1..n``).
 
     Returns:
         ``(ops, i0, j0, score)``: ``uint8`` ops in order (``OP_MATCH``, ``OP_UP`` a query residue
@@ -312,6 +424,7 @@ def rect_traceback(q, s_part, j_first, mat, go, ge, forbid_ptr, forbid_col, max_
     score = _rect_fill(
         np.ascontiguousarray(q, np.uint8),
         np.ascontiguousarray(s_part, np.uint8),
+        int(i_first),
         int(j_first),
         np.ascontiguousarray(mat, np.int32),
         int(go),
@@ -322,4 +435,4 @@ def rect_traceback(q, s_part, j_first, mat, go, ge, forbid_ptr, forbid_col, max_
     )
     ops = np.empty(n + w, np.uint8)
     k, i0, jj = _rect_trace(trace, ops)
-    return ops[:k].copy(), int(i0), int(j_first) - 1 + int(jj), int(score)
+    return ops[:k].copy(), int(i_first) - 1 + int(i0), int(j_first) - 1 + int(jj), int(score)

@@ -156,15 +156,17 @@ def local_topk_codes(
     dp = StripDP(q, s, torch.from_numpy(mat_np).to(work), go, ge, resolved, chunk, be)
     dp.first_pass()
     q_host = q.cpu().numpy()
+    col_max = mat_np[np.unique(q_host)].max(0)  # [A] best score of a subject code
     hits = []
     while len(hits) < k:
         score, i_end, j_end, j_start = dp.top()
         if score < min_score:
             break
         s_part = s[j_start - 1 : j_end].cpu().numpy()
+        i_first = cpu_strip.rect_first_row(score, i_end, s_part, col_max, go, ge)
         ops, i0, j0, h = cpu_strip.rect_traceback(
-            q_host[:i_end], s_part, j_start, mat_np, go, ge, dp.forbid_ptr, dp.forbid_col,
-            host_bytes,
+            q_host[i_first - 1 : i_end], s_part, j_start, mat_np, go, ge, dp.forbid_ptr,
+            dp.forbid_col, host_bytes, i_first,
         )  # fmt: skip
         if h != score or j0 != j_start - 1:
             raise RuntimeError(
@@ -178,7 +180,7 @@ def local_topk_codes(
         i = i0 + np.cumsum(ops != constants.OP_LEFT)
         j = j0 + np.cumsum(ops != constants.OP_UP)
         dp.forbid(i[match], j[match])
-        dp.recompute(j_start, j_end)
+        dp.recompute(j_start, j_end, score)
     return _pack(hits, resolved, dp.refilled)
 
 

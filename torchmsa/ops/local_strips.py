@@ -3,9 +3,11 @@ layout (strip width, segments, warm-up) chosen from the memory budget, and :clas
 which keeps every strip's checkpoint and best cell exact through the first pass, its fix-ups
 and the recomputations after each hit.
 
-A refill runs strips from a known column in chunks (a few strips, doubling) and stops after the
-first strip, at or past a given one, whose new checkpoint equals the stored one: every later
-value depends only on that column and on forbidden pairs that did not change.
+A refill runs strips from a known column and stops after the first strip, at or past a given
+one, whose new checkpoint equals the stored one: every later value depends only on that column
+and on forbidden pairs that did not change. Fix-ups run in chunks (a few strips, doubling); a
+recomputation after a hit runs strip by strip on the CPU, and on the GPU in ranges cut into
+segments with warm-ups, like the first pass.
 """
 
 from __future__ import annotations
@@ -157,11 +159,19 @@ class StripDP:
         mat: ``int32 [A, A]`` on the work device; go, ge: gap costs.
         plan: a resolved :class:`LocalPlan`; chunk: strips a refill launch may hold.
         backend: ``"cpu"`` or ``"triton"``.
+        sequential: recompute strip by strip up to the stop (``cpu_strip.refill_until``; CPU
+            only) rather than in chunks split into segments (``None``: on the CPU backend).
     """
 
-    def __init__(self, q, s, mat, go: int, ge: int, plan: LocalPlan, chunk: int, backend: str):
+    def __init__(
+        self, q, s, mat, go: int, ge: int, plan: LocalPlan, chunk: int, backend: str,
+        sequential: bool | None = None,
+    ):  # fmt: skip
         self.q, self.s, self.mat, self.go, self.ge = q, s, mat, int(go), int(ge)
         self.plan, self.chunk, self.backend = plan, chunk, backend
+        self.sequential = backend == "cpu" if sequential is None else bool(sequential)
+        if self.sequential and q.device.type != "cpu":
+            raise ArgumentError(f"a sequential refill runs on the CPU; the codes are on {q.device}")
         self.n, self.m, self.W = q.shape[0], s.shape[0], plan.strip_width
         self.S = -(-self.m // self.W)
         dev = q.device
@@ -181,12 +191,10 @@ class StripDP:
 
     def _fill(self, lo, hi, col_in, slot, ckpt, best) -> None:
         dev = self.q.device
+        idx = torch.from_numpy(np.stack([lo, hi, slot]).astype(np.int64)).to(dev)  # [3, C]
         strip_fill(
             self.q, self.s, self.mat, self.go, self.ge, self.W,
-            torch.as_tensor(np.asarray(lo, np.int32)).to(dev),
-            torch.as_tensor(np.asarray(hi, np.int32)).to(dev),
-            col_in.contiguous(),
-            torch.as_tensor(np.asarray(slot, np.int64)).to(dev),
+            idx[0].to(torch.int32), idx[1].to(torch.int32), col_in.contiguous(), idx[2],
             *self._forbid_dev, ckpt, best,
             backend=self.backend,
         )  # fmt: skip
@@ -199,44 +207,85 @@ class StripDP:
         """Fill every strip: segments in parallel after warm-ups, then fix-up rounds until
         each segment's input column equals its predecessor's last checkpoint. Returns the
         number of fix-up rounds."""
-        S, ov = self.S, self.plan.warmup
-        per = -(-S // self.plan.segments)
-        a = np.arange(0, S, per, dtype=np.int64)  # [C] first strip of each segment
-        b = np.minimum(a + per, S)
-        C = a.shape[0]
-        inp = self.zero.expand(C, -1, -1).clone()  # [C, 4, n + 1] column before segment c
-        warm = np.minimum(ov, a)
+        per = -(-self.S // self.plan.segments)
+        a = np.arange(0, self.S, per, dtype=np.int64)  # [C] first strip of each segment
+        return self._segments(a, np.minimum(a + per, self.S), self.zero)
+
+    def _segments(self, a: np.ndarray, b: np.ndarray, col0: torch.Tensor) -> int:
+        """Fill strips ``a[0] .. b[-1] - 1`` exactly, cut into segments ``a[c] .. b[c] - 1``
+        filled in parallel; ``col0`` is the exact column before strip ``a[0]``. Segment ``c > 0``
+        starts from ``min(warmup, a[c] - a[0])`` warm-up strips, from the zero column (from
+        ``col0`` when they reach back to ``a[0]``); fix-up rounds follow until each segment's
+        input column equals its predecessor's last checkpoint. Returns the fix-up rounds."""
+        dev, C = col0.device, a.shape[0]
+        inp = col0.expand(C, -1, -1).clone()  # [C, 4, n + 1] column before segment c
+        warm = np.minimum(self.plan.warmup, a - a[0])
+        inp[torch.as_tensor(warm < a - a[0], device=dev)] = self.zero
         w = np.flatnonzero(warm)
         if w.size:
             wslot = np.concatenate([[0], np.cumsum(warm[w])[:-1]])
-            wck = torch.empty(
-                (int(warm.sum()), 4, self.n + 1), dtype=torch.int32, device=inp.device
-            )
-            wbest = torch.empty((wck.shape[0], 4), dtype=torch.int32, device=inp.device)
-            w_t = torch.as_tensor(w, device=inp.device)
+            wck = torch.empty((int(warm.sum()), 4, self.n + 1), dtype=torch.int32, device=dev)
+            wbest = torch.empty((wck.shape[0], 4), dtype=torch.int32, device=dev)
+            w_t = torch.as_tensor(w, device=dev)
             self._fill(a[w] - warm[w], a[w], inp[w_t], wslot, wck, wbest)
-            inp[w_t] = wck[torch.as_tensor(wslot + warm[w] - 1, device=inp.device)]
+            inp[w_t] = wck[torch.as_tensor(wslot + warm[w] - 1, device=dev)]
         self._fill(a, b, inp, a, self.ckpt, self.best)
-        self.best_host[:] = self.best.cpu().numpy()
+        self.best_host[a[0] : b[-1]] = self.best[a[0] : b[-1]].cpu().numpy()
         rounds = 0
         while C > 1:
-            prev = self.ckpt[torch.as_tensor(a[1:] - 1, device=inp.device)]  # [C - 1, 4, n + 1]
+            prev = self.ckpt[torch.as_tensor(a[1:] - 1, device=dev)]  # [C - 1, 4, n + 1]
             ok = (inp[1:] == prev).flatten(1).all(1).cpu().numpy()
             bad = np.flatnonzero(~ok) + 1
             if not bad.size:
                 break
             jobs = [_Job(int(a[c]), int(b[c]), int(a[c]), prev[c - 1], 0) for c in bad]
             self._refill(jobs)
-            inp[torch.as_tensor(bad, device=inp.device)] = prev[
-                torch.as_tensor(bad - 1, device=inp.device)
-            ]
+            inp[torch.as_tensor(bad, device=dev)] = prev[torch.as_tensor(bad - 1, device=dev)]
             rounds += 1
         return rounds
 
-    def recompute(self, j_start: int, j_end: int) -> None:
-        """Refill after forbidding pairs in DP columns ``j_start .. j_end``."""
+    def recompute(self, j_start: int, j_end: int, score: int = 0) -> None:
+        """Refill after forbidding pairs in DP columns ``j_start .. j_end`` (a hit of ``score``).
+
+        Columns before ``j_start`` are unchanged, so the refill starts at the strip holding it
+        from the stored checkpoint before that strip, and stops after the first strip, at or
+        past the one holding ``j_end``, whose new checkpoint equals the stored one (the strips
+        after it see the same column and no new forbidden pair). Sequential (CPU): strip by
+        strip, nothing filled past the stop. Otherwise in ranges filled straight into the store:
+        the first reaches ``refill`` strips plus ``4 score / gap_extend`` columns past the hit
+        (cells to its right change while they can still reach its score), each further one is
+        twice as long; a range of more than ``warmup + 1`` strips is cut into up to
+        ``segments`` segments filled in parallel after their warm-ups (:meth:`_segments`), so
+        its critical path is about ``warmup + 1`` strips however long it is.
+        """
         k0, k1 = (j_start - 1) // self.W, (j_end - 1) // self.W
-        self._refill([_Job(k0, self.S, k1, self.column(k0), 0)])
+        col = self.column(k0)
+        if self.sequential:
+            end = cpu_strip.refill_until(
+                self.q, self.s, self.mat, self.go, self.ge, self.W, k0, k1, col,
+                *self._forbid_dev, self.ckpt, self.best,
+            )  # fmt: skip
+            self.refilled += end - k0
+            self.best_host[k0:end] = self.best[k0:end].numpy()
+            return
+        reach = -(-4 * max(int(score), 0) // (max(self.ge, 1) * self.W))
+        size = k1 - k0 + self.plan.refill + reach
+        while True:
+            end = min(self.S, k0 + size)
+            old = self.ckpt[end - 1].clone()  # [4, n + 1]
+            if end - k0 > self.plan.warmup + 1 and self.plan.segments > 1:
+                step = -(-(end - k0) // self.plan.segments)  # warm-ups fit the plan's memory
+                a = np.arange(k0, end, step, dtype=np.int64)
+                self._segments(a, np.minimum(a + step, end), col)
+            else:
+                self._fill([k0], [end], col[None], [k0], self.ckpt, self.best)
+                self.best_host[k0:end] = self.best[k0:end].cpu().numpy()
+            self.refilled += end - k0
+            # Strips past k1 see no new forbidden pair: once a new checkpoint there equals the
+            # old one, every later one does, so the range's last one decides.
+            if end == self.S or bool((self.ckpt[end - 1] == old).all()):
+                return
+            col, k0, size = self.ckpt[end - 1].clone(), end, 2 * size
 
     def _refill(self, jobs: list[_Job]) -> None:
         """Run ``jobs`` together, chunk by chunk, copying what they fill into the store."""
@@ -254,27 +303,25 @@ class StripDP:
             sbest = torch.empty((total, 4), dtype=torch.int32, device=dev)
             self._fill(lo, lo + cnt, torch.stack([j.col for j in active]), slot, sck, sbest)
             self.refilled += total
-            same = [
-                (sck[o : o + c] == self.ckpt[k : k + c]).flatten(1).all(1)
-                for o, k, c in zip(slot.tolist(), lo.tolist(), cnt.tolist())
-            ]
-            same = torch.cat(same).cpu().numpy()
+            at = np.concatenate([k + np.arange(c) for k, c in zip(lo, cnt)])
+            at_t = torch.as_tensor(at, device=dev)
+            same = (sck == self.ckpt.index_select(0, at_t)).flatten(1).all(1)
+            host = torch.cat([same[:, None].to(torch.int32), sbest], 1).cpu().numpy()  # [T, 5]
             src, still = [], []
             for job, o, c in zip(active, slot.tolist(), cnt.tolist()):
                 first = max(0, job.stop_from - job.k)
-                hit = np.flatnonzero(same[o + first : o + c])
+                hit = np.flatnonzero(host[o + first : o + c, 0])
                 keep = first + int(hit[0]) + 1 if hit.size else c
                 src.append(np.arange(o, o + keep))
                 if not hit.size and job.k + c < job.end:
                     job.col, job.k, job.size = sck[o + c - 1].clone(), job.k + c, 2 * job.size
                     still.append(job)
-            dst = np.concatenate([lo[t] + np.arange(len(x)) for t, x in enumerate(src)])
-            src = torch.as_tensor(np.concatenate(src), device=dev)
-            dst_t = torch.as_tensor(dst, device=dev)
-            self.ckpt.index_copy_(0, dst_t, sck.index_select(0, src))
-            rows = sbest.index_select(0, src)
-            self.best.index_copy_(0, dst_t, rows)
-            self.best_host[dst] = rows.cpu().numpy()
+            src = np.concatenate(src)
+            dst_t = at_t[torch.as_tensor(src, device=dev)]
+            src_t = torch.as_tensor(src, device=dev)
+            self.ckpt.index_copy_(0, dst_t, sck.index_select(0, src_t))
+            self.best.index_copy_(0, dst_t, sbest.index_select(0, src_t))
+            self.best_host[at[src]] = host[src, 1:]
             active = still
 
     def forbid(self, i: np.ndarray, j: np.ndarray) -> None:
@@ -285,11 +332,9 @@ class StripDP:
         rows = self.keys // (self.m + 1)
         self.forbid_ptr = np.searchsorted(rows, np.arange(self.n + 2)).astype(np.int32)
         self.forbid_col = (self.keys % (self.m + 1)).astype(np.int32)
-        dev = self.q.device
-        self._forbid_dev = (
-            torch.from_numpy(self.forbid_ptr).to(dev),
-            torch.from_numpy(self.forbid_col).to(dev),
-        )
+        both = torch.from_numpy(np.concatenate([self.forbid_ptr, self.forbid_col]))
+        both = both.to(self.q.device)  # one copy to the device
+        self._forbid_dev = (both[: self.n + 2], both[self.n + 2 :])
 
     def top(self) -> tuple[int, int, int, int]:
         """The current best cell over all strips: ``(score, i, j, SH)``, first maximum in
