@@ -27,6 +27,7 @@ __all__ = ["LocalPlan", "plan_layout", "strip_fill", "StripDP"]
 W_MIN = 256  # the automatic strip width's floor (columns)
 W_MAX = 1 << 16  # the widest strip the automatic choice takes before giving up
 WARMUP_COLUMNS = 1024  # warm-up of a segment after the first: random sequence forgets far sooner
+CKPT_SHARE = 0.25  # of the budget the automatic strip width aims to stay within
 CHUNK_MIN = 64  # strips a refill launch may hold at once
 
 
@@ -36,7 +37,7 @@ class LocalPlan:
 
     Attributes:
         strip_width: ``W``, columns per strip (``None``: the narrowest of ``256 * 2^k`` whose
-            checkpoints fit the memory budget).
+            checkpoints take at most a quarter of the memory budget, else all of it).
         segments: segments of the first pass, filled in parallel (``None``: 4 per CPU thread or
             GPU multiprocessor, each at least 4 warm-ups long).
         warmup: strips a segment after the first fills from a zero column before its own
@@ -119,7 +120,8 @@ def plan_layout(n: int, m: int, plan: LocalPlan, backend: str, device, available
     """
     device = torch.device(device)
     workers = _workers(backend, device)
-    extra = m + n if device.type == "cuda" else 0  # the codes' copies on the GPU
+    # the codes' copies on the GPU and the kernel's between-pass buffer (16 bytes a column)
+    extra = 17 * m + n if device.type == "cuda" else 0
     widths = [plan.strip_width] if plan.strip_width else []
     if not widths:
         W = W_MIN
@@ -127,10 +129,13 @@ def plan_layout(n: int, m: int, plan: LocalPlan, backend: str, device, available
             widths.append(W)
             W *= 2
         widths.append(W)
-    for W in widths:
-        need, resolved, chunk = _need(n, m, plan, W, workers, extra)
-        if need <= available:
-            return resolved, chunk
+    # the narrowest strips whose checkpoints take at most a quarter of the budget (narrower
+    # ones would only make refills finer), else the narrowest that fit at all
+    for share in (CKPT_SHARE, 1.0):
+        for W in widths:
+            need, resolved, chunk = _need(n, m, plan, W, workers, extra)
+            if need <= available * share:
+                return resolved, chunk
     S = -(-m // W)
     raise ResourceError(
         f"the strip checkpoints of best-K local alignment ({n}-residue query, {m}-residue "
