@@ -18,6 +18,8 @@ __all__ = [
     "InputLimitError",
     "AlphabetError",
     "ArgumentError",
+    "DistributedError",
+    "JobsFailed",
     "ScoringError",
     "DeviceError",
     "ResourceError",
@@ -136,6 +138,41 @@ class ResourceError(TorchMSAError, RuntimeError):
 
     def __reduce__(self):
         return (type(self), (self.what, self.needed, self.available, self.hint))
+
+
+class DistributedError(TorchMSAError, RuntimeError):
+    """The ranks of a distributed run cannot go on together: a rank stopped or failed, a
+    host cannot be reached, or the ranks were not started alike."""
+
+
+class JobsFailed(TorchMSAError, RuntimeError):
+    """Some inputs of a distributed ``align_many`` failed; the others were aligned.
+
+    Raised on every rank, after every rank finished.
+
+    Attributes:
+        errors: input index -> the exception that input raised.
+        results: one entry per input: its :class:`~torchmsa.Alignment`, ``None`` where it
+            failed.
+    """
+
+    def __init__(self, errors: dict, results: list):
+        self.errors = dict(errors)
+        self.results = list(results)
+        shown = sorted(self.errors)[:3]
+        detail = "; ".join(f"input {i}: {_one_line(self.errors[i])}" for i in shown)
+        more = f"; and {len(self.errors) - len(shown)} more" if len(self.errors) > 3 else ""
+        super().__init__(
+            f"{len(self.errors)} of {len(self.results)} inputs failed ({detail}{more}); the "
+            f"others were aligned: this error's `results` holds them (None where one failed)"
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.errors, self.results))
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 def check_codes(codes, lengths) -> None:

@@ -26,37 +26,11 @@ from collections.abc import Callable
 from torchmsa.distributed.partition import cost_rule, partition
 from torchmsa.distributed.session import DEFAULT_TIMEOUT_S, DistributedError, session
 from torchmsa.distributed.world import World
-from torchmsa.errors import ArgumentError, TorchMSAError
+from torchmsa.errors import ArgumentError, JobsFailed
 
 __all__ = ["JobsFailed", "align_over_ranks", "compact"]
 
 log = logging.getLogger("torchmsa.distributed")
-
-
-class JobsFailed(TorchMSAError, RuntimeError):
-    """Some inputs of a distributed ``align_many`` failed; the others were aligned.
-
-    Raised on every rank, after every rank finished.
-
-    Attributes:
-        errors: input index -> the exception that input raised.
-        results: one entry per input: its :class:`~torchmsa.Alignment`, ``None`` where it
-            failed.
-    """
-
-    def __init__(self, errors: dict, results: list):
-        self.errors = dict(errors)
-        self.results = list(results)
-        shown = sorted(self.errors)[:3]
-        detail = "; ".join(f"input {i}: {_line(self.errors[i])}" for i in shown)
-        more = f"; and {len(self.errors) - len(shown)} more" if len(self.errors) > 3 else ""
-        super().__init__(
-            f"{len(self.errors)} of {len(self.results)} inputs failed ({detail}{more}); the "
-            f"others were aligned: this error's `results` holds them (None where one failed)"
-        )
-
-    def __reduce__(self):
-        return (type(self), (self.errors, self.results))
 
 
 def _line(exc: BaseException) -> str:

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from torchmsa.distributed.world import OFF_VARIABLE, World, backend_for, rank_device
-from torchmsa.errors import ArgumentError, TorchMSAError
+from torchmsa.errors import ArgumentError, DistributedError
 
 __all__ = ["BEAT_S", "DEFAULT_TIMEOUT_S", "DistributedError", "Session", "session"]
 
@@ -47,11 +47,6 @@ DEFAULT_TIMEOUT_S = 600.0
 BEAT_S = 0.5
 WORKING, DONE, FAILED = 0, 1, 2
 T = TypeVar("T")
-
-
-class DistributedError(TorchMSAError, RuntimeError):
-    """The ranks of a distributed run cannot go on together: a rank stopped or failed, a
-    host cannot be reached, or the ranks were not started alike."""
 
 
 def _stderr(message: str) -> None:
