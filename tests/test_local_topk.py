@@ -497,3 +497,24 @@ def test_cli_local(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'b'" in err[0] and "position 3" in err[0]
     assert main(["local", str(query), str(subject), "-k", "0"]) == 2
+
+
+def test_strip_width_keeps_checkpoints_within_a_quarter_of_the_budget():
+    from torchmsa.cpu.strip import workers
+    from torchmsa.ops.local_strips import CKPT_SHARE, _need
+
+    n, m, w = 1000, 10**6, workers()
+    plan = LocalPlan()
+    for available in (1 << 32, 1 << 30, 1 << 28):
+        resolved, _ = plan_layout(n, m, plan, "cpu", "cpu", available)
+        W = resolved.strip_width
+        need = _need(n, m, plan, W, w, 0)[0]
+        narrower = _need(n, m, plan, W // 2, w, 0)[0] if W > 256 else None
+        if need <= available * CKPT_SHARE:  # the narrowest width within the quarter
+            assert narrower is None or narrower > available * CKPT_SHARE
+        else:  # none within the quarter: the narrowest that fits at all
+            assert need <= available and (narrower is None or narrower > available)
+    # a budget that holds 256-column strips only in full still takes them
+    full = _need(n, m, plan, 256, w, 0)[0]
+    assert plan_layout(n, m, plan, "cpu", "cpu", full)[0].strip_width > 256
+    assert plan_layout(n, m, plan, "cpu", "cpu", 4 * full)[0].strip_width == 256
