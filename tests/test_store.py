@@ -203,3 +203,13 @@ def test_requeue_by_host_leaves_other_hosts_jobs_running(tmp_path):
         assert store.requeue_at_start() == 2  # SQLite: one host, every running job
     finally:
         store.close()
+
+
+def test_job_ids_never_start_with_a_dash(monkeypatch):
+    """A job id is typed on command lines (``torchmsa status ID``): one starting with ``-``
+    would be taken for an option."""
+    from torchmsa.serve import store as store_mod
+
+    drawn = iter(["-lnUeRYwgV4mYuXXL6chPg", "-x", "AbC_d-ef"])
+    monkeypatch.setattr(store_mod.secrets, "token_urlsafe", lambda n: next(drawn))
+    assert store_mod.new_job_id() == "AbC_d-ef"

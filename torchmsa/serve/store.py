@@ -41,10 +41,18 @@ from torchmsa.serve.jobs import JobNotDone, JobNotFound, Result, options_json, p
 from torchmsa.serve.limits import MAX_BYTES, MAX_SEQS
 from torchmsa.serve.schema import SCHEMA_VERSION, inputs, jobs, meta, metadata
 
-__all__ = ["JobInfo", "Staged", "Store", "STATES", "default_data_dir"]
+__all__ = ["JobInfo", "Staged", "Store", "STATES", "default_data_dir", "new_job_id"]
 
 STATES = ("queued", "running", "done", "failed", "deleted")
 EVICT_EVERY_S = 2.0  # the least time between two evictions after complete()
+
+
+def new_job_id() -> str:
+    """A random job id (``secrets.token_urlsafe(16)``) that does not start with ``-``, which a
+    command line would take for an option (``torchmsa status -abc...``)."""
+    while (job_id := secrets.token_urlsafe(16)).startswith("-"):
+        pass
+    return job_id
 
 
 class Staged(NamedTuple):
@@ -145,7 +153,7 @@ class Store:
         descs = [r.description for r in prep.records]
         resid = [r.seq for r in prep.records]
         records = zlib.compress(json.dumps([names, descs, resid]).encode(), 1)
-        job_id = secrets.token_urlsafe(16)
+        job_id = new_job_id()
         row = {
             "id": job_id,
             "owner": owner,
