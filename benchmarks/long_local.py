@@ -182,14 +182,6 @@ class PeakCUDA:
         self.peak_mb, self.extra_mb = peak / 2**20, (peak - self._before) / 2**20
 
 
-def _local_topk():
-    try:
-        from torchmsa.ops.local import local_topk
-    except ImportError:
-        return None
-    return local_topk
-
-
 def _parasail():
     try:
         import parasail
@@ -308,8 +300,8 @@ def cpu_case(n: int, m: int, args, ps, topk) -> tuple[list[dict], bool]:
         rows.append(_timed_rows(row, times[tool], n, m))
     for (_, short, _), row in zip(calls[1:], rows[1:]):
         rows[0][f"vs_parasail_{short}"] = rows[0]["gcups"] / row["gcups"]
-    if topk is None or n * m > args.topk_max_cells:
-        note = "local_topk missing" if topk is None else "above --topk-max-cells"
+    if n * m > args.topk_max_cells:
+        note = "above --topk-max-cells"
         return rows + [dict(base, tool="torchmsa local_topk", backend="numba", note=note)], ok
     bio = _bio_matrix(args.seqtype)
     kw = dict(matrix=MATRIX[args.seqtype], gap_open=GO, gap_extend=GE, seqtype=args.seqtype)
@@ -333,23 +325,18 @@ def run_cpu(args) -> int:
     args.core = _single_core(args.core)
     import torchmsa
 
-    ps, topk = _parasail(), _local_topk()
+    ps, topk = _parasail(), torchmsa.local_topk
     if ps is None:
         print(
             "note: parasail is not installed (pip install parasail, or pip install -e "
             "'.[bench]'): its rows are skipped",
             file=sys.stderr,
         )
-    if topk is None:
-        print(
-            "note: torchmsa.ops.local.local_topk is missing: best-K rows skipped", file=sys.stderr
-        )
     warm = make_pair(64, 4000, planted=2, seqtype=args.seqtype, seed=1)  # compile / cache load
     kw = dict(matrix=MATRIX[args.seqtype], gap_open=GO, gap_extend=GE, seqtype=args.seqtype)
     q, s = warm.query, warm.subject
     torchmsa.pairwise_align(q, s, mode="local", traceback=False, device="cpu", **kw)
-    if topk is not None:
-        topk(q, s, k=2, device="cpu", **kw)
+    topk(q, s, k=2, device="cpu", **kw)
     meta = run_metadata("cpu")
     all_ok, table = True, []
     for n, m in args.grid:
@@ -388,9 +375,8 @@ def run_case(args) -> dict:
     out["cache_state"] = ", ".join(states)
     import torch
 
-    topk = _local_topk()
-    if topk is None:
-        return dict(out, error="torchmsa.ops.local.local_topk is missing")
+    from torchmsa import local_topk as topk
+
     cuda = torch.device(args.device).type == "cuda"
     if cuda:
         with Timer(cuda=True) as t:

@@ -55,15 +55,13 @@ from torchmsa.constants import (
     H_UP,
     LOCAL,
     NEG,
-    OP_LEFT,
-    OP_UP,
     RES_ONE,
     SEMIGLOBAL,
 )
 from torchmsa.cpu import dp_linear, dp_long
 from torchmsa.cpu.dp_rows import fill_rows, pair_score_rows
 from torchmsa.cpu.rules.facing import facing
-from torchmsa.cpu.rules.trace_step import trace_step
+from torchmsa.cpu.rules.trace_step import end_gaps, trace_step
 
 
 @njit(cache=True, nogil=True)
@@ -189,12 +187,7 @@ def _traceback(n, m, trace, mode, end_i, end_j, ops):
     """Write ops into ``ops`` (length >= n + m) in order; returns ``(n_ops, start_i, start_j)``."""
     k = 0
     if mode == SEMIGLOBAL:
-        for _ in range(n - end_i):
-            ops[k] = OP_UP
-            k += 1
-        for _ in range(m - end_j):
-            ops[k] = OP_LEFT
-            k += 1
+        k = end_gaps(ops, k, n - end_i, m - end_j)
     i, j, state = end_i, end_j, 0
     while i > 0 and j > 0:
         stop, state, di, dj, k = trace_step(trace[i, j], state, ops, k)
@@ -203,12 +196,7 @@ def _traceback(n, m, trace, mode, end_i, end_j, ops):
         i -= di
         j -= dj
     if mode != LOCAL:
-        for _ in range(i):
-            ops[k] = OP_UP
-            k += 1
-        for _ in range(j):
-            ops[k] = OP_LEFT
-            k += 1
+        k = end_gaps(ops, k, i, j)
         i, j = 0, 0
     ops[:k] = ops[:k][::-1].copy()
     return k, i, j

@@ -48,13 +48,11 @@ from torchmsa.constants import (
     H_UP,
     LOCAL,
     NEG,
-    OP_LEFT,
-    OP_UP,
     SCAN_LIMIT,
     SEMIGLOBAL,
 )
 from torchmsa.cpu.dp_rows import prefix_max
-from torchmsa.cpu.rules.trace_step import trace_step
+from torchmsa.cpu.rules.trace_step import end_gaps, trace_step
 from torchmsa.errors import ResourceError
 
 __all__ = [
@@ -315,12 +313,7 @@ def align_pair_linear(a, n, b, m, mat, go, ge, mode, width, ops):
     bits = np.empty((ei + 1, width + 1), np.uint8)  # [rows 0..end_i, strip columns 0..W]
     k = 0
     if mode == SEMIGLOBAL:
-        for _ in range(n - ei):
-            ops[k] = OP_UP
-            k += 1
-        for _ in range(m - ej):
-            ops[k] = OP_LEFT
-            k += 1
+        k = end_gaps(ops, k, n - ei, m - ej)
     i, j, state = ei, ej, 0
     loaded = -1
     while i > 0 and j > 0:
@@ -339,12 +332,7 @@ def align_pair_linear(a, n, b, m, mat, go, ge, mode, width, ops):
         i -= di
         j -= dj
     if mode != LOCAL:
-        for _ in range(i):
-            ops[k] = OP_UP
-            k += 1
-        for _ in range(j):
-            ops[k] = OP_LEFT
-            k += 1
+        k = end_gaps(ops, k, i, j)
         i, j = 0, 0
     ops[:k] = ops[:k][::-1].copy()
     return score, k, i, j, ei, ej

@@ -8,7 +8,7 @@ from numba import njit
 
 from torchmsa.constants import E_EXT, F_EXT, H_DIAG, H_STOP, H_UP, OP_LEFT, OP_MATCH, OP_UP
 
-__all__ = ["trace_step"]
+__all__ = ["trace_step", "end_gaps"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -29,3 +29,17 @@ def trace_step(bits, state, ops, k):
         return False, (1 if bits & F_EXT else 0), 1, 0, k + 1
     ops[k] = OP_LEFT
     return False, (2 if bits & E_EXT else 0), 0, 1, k + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def end_gaps(ops, k, a_left, b_left):
+    """Write ``a_left`` ops ``OP_UP`` then ``b_left`` ops ``OP_LEFT`` from ``ops[k]``: the
+    end gaps of a semiglobal path (before the traceback) and the start gaps of a global or
+    semiglobal one (after it); returns the new ``k``."""
+    for _ in range(a_left):
+        ops[k] = OP_UP
+        k += 1
+    for _ in range(b_left):
+        ops[k] = OP_LEFT
+        k += 1
+    return k
