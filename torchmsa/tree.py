@@ -17,7 +17,7 @@ from torchmsa.cpu import tree as cpu_tree
 from torchmsa.errors import ArgumentError
 from torchmsa.newick import parse_newick, quote
 
-__all__ = ["Tree", "METHODS", "build_tree", "tree_from_tensor", "from_newick"]
+__all__ = ["Tree", "METHODS", "build_tree", "tree_from_tensor", "from_newick", "linkage_tree"]
 
 METHODS = ("upgma", "upgma_mafft", "nj", "single")
 _LINKAGE = {"upgma": cpu_tree.UPGMA, "upgma_mafft": cpu_tree.MAFFT, "single": cpu_tree.SINGLE}
@@ -329,6 +329,12 @@ def _names(names, n: int) -> list[str]:
     if len(names) != n:
         raise ArgumentError(f"`names` holds {len(names)} names for a {n} x {n} distance matrix")
     return names
+
+
+def linkage_tree(children: np.ndarray, heights: np.ndarray, names=None) -> Tree:
+    """The :class:`Tree` of a linkage's joins (``children int [n-1, 2]`` with their
+    ``heights``), leaf i named ``names[i]`` (default ``seq1 .. seqN``)."""
+    return _linkage_tree(children, heights, _names(names, children.shape[0] + 1))
 
 
 def _linkage_tree(children: np.ndarray, heights: np.ndarray, names) -> Tree:

@@ -20,7 +20,7 @@ import triton.language as tl
 
 from torchmsa.errors import ResourceError, check_codes
 
-__all__ = ["lcs_lengths", "BLOCK_A"]
+__all__ = ["lcs_lengths", "lcs_rows", "sorted_masks", "BLOCK_A"]
 
 BLOCK_A = 128
 INTERPRETER_BLOCK_A = 8
@@ -34,7 +34,7 @@ def _popcount(x):
     return (x * 0x01010101) >> 24
 
 
-@triton.jit(do_not_specialize=["N", "W", "stride_c", "stride_o"])
+@triton.jit(do_not_specialize=["N", "W", "stride_c", "stride_o", "row0"])
 def _lcs_fwd_kernel(
     codes,
     lengths,
@@ -44,11 +44,14 @@ def _lcs_fwd_kernel(
     W,
     stride_c,
     stride_o,
+    row0,
     BLOCK_A: tl.constexpr,
     CHUNKS: tl.constexpr,
 ):
-    # program (sequence b, block of sequences a); lanes hold the a < b of the block
-    i_b = tl.program_id(0).to(tl.int64)
+    # program (sequence b = row0 + its first id, block of sequences a); lanes hold the a < b
+    # of the block; b's row of ``out`` is its first id
+    i_r = tl.program_id(0).to(tl.int64)
+    i_b = i_r + row0
     o_a = tl.program_id(1).to(tl.int64) * BLOCK_A + tl.arange(0, BLOCK_A)
     m_a = o_a < i_b
     len_a = tl.load(lengths + o_a, mask=m_a, other=0)
@@ -81,7 +84,7 @@ def _lcs_fwd_kernel(
         n_bits = len_a - w * 32
         b_keep = tl.where(n_bits >= 32, -1, (1 << tl.minimum(tl.maximum(n_bits, 0), 31)) - 1)
         b_total += _popcount(~b_v & b_keep.to(tl.uint32, bitcast=True)).to(tl.int32)
-    tl.store(out + i_b * stride_o + o_a, b_total, mask=m_a)
+    tl.store(out + i_r * stride_o + o_a, b_total, mask=m_a)
 
 
 def _masks(codes: torch.Tensor, lengths: torch.Tensor, n_codes: int, n_words: int):
@@ -152,6 +155,7 @@ def lcs_lengths(
         n_words,
         s_codes.stride(0),
         low.stride(0),
+        0,
         BLOCK_A=block,
         CHUNKS=triton.next_power_of_2(n_words),
         num_warps=max(1, min(4, block // 32)),
@@ -161,3 +165,41 @@ def lcs_lengths(
     inv = torch.empty_like(order)
     inv[order] = torch.arange(n, device=dev)
     return low.index_select(0, inv).index_select(1, inv)  # back to input order
+
+
+def sorted_masks(codes: torch.Tensor, lengths: torch.Tensor):
+    """``(order, codes, lengths int32, masks, n_words)`` of the sequences sorted by length
+    (stable), as :func:`lcs_rows` reads them."""
+    check_codes(codes, lengths)
+    order = torch.argsort(lengths.to(torch.int64), stable=True)
+    s_codes = codes[order].contiguous()
+    s_lens = lengths.to(torch.int64)[order].to(torch.int32).contiguous()
+    n_words = max(1, -(-int(s_lens[-1]) // 32)) if len(s_lens) else 1
+    n_codes = int(s_codes.max()) + 1 if s_codes.numel() else 1
+    return order, s_codes, s_lens, _masks(s_codes, s_lens.long(), n_codes, n_words), n_words
+
+
+def lcs_rows(s_codes, s_lens, masks, n_words: int, r0: int, r1: int, block_a: int | None = None):
+    """``int32 [r1 - r0, r1]`` on the device: row t holds the LCS of sorted sequence ``r0 + t``
+    with every sorted sequence before it (the rest of the row is 0); the inputs are
+    :func:`sorted_masks`'s."""
+    n, dev = s_codes.shape[0], s_codes.device
+    out = torch.zeros(r1 - r0, r1, dtype=torch.int32, device=dev)
+    if r1 <= r0:
+        return out
+    block = block_a or (BLOCK_A if dev.type == "cuda" else INTERPRETER_BLOCK_A)
+    _lcs_fwd_kernel[(r1 - r0, triton.cdiv(r1, block))](
+        s_codes,
+        s_lens,
+        masks,
+        out,
+        n,
+        n_words,
+        s_codes.stride(0),
+        out.stride(0),
+        r0,
+        BLOCK_A=block,
+        CHUNKS=triton.next_power_of_2(n_words),
+        num_warps=max(1, min(4, block // 32)),
+    )
+    return out

@@ -14,7 +14,9 @@ from torchmsa.config import MemoryBudget
 from torchmsa.cpu import lcs as cpu_lcs
 from torchmsa.ops.backend import budget_bytes, resolve_backend
 
-__all__ = ["lcs_lengths", "lcs_distances"]
+__all__ = ["lcs_lengths", "lcs_distances", "lcs_single_linkage", "ROW_BLOCK_BYTES"]
+
+ROW_BLOCK_BYTES = 64 << 20  # a block of streamed rows: int32 LCS and float64 distances
 
 
 def lcs_lengths(
@@ -56,3 +58,58 @@ def lcs_distances(lcs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     dist /= union.clamp_min_(1.0)
     dist.fill_diagonal_(0.0)
     return dist
+
+
+def lcs_single_linkage(
+    codes: torch.Tensor,
+    lengths: torch.Tensor,
+    backend: str = "auto",
+    *,
+    block_bytes: int = ROW_BLOCK_BYTES,
+) -> tuple:
+    """Single linkage on :func:`lcs_distances` without the ``N x N`` matrix: the LCS rows of
+    the lower triangle are made a block at a time (about ``block_bytes``) and fed to SLINK
+    (:mod:`torchmsa.cpu.slink`), so memory is ``O(N)`` plus one block. The joins are those of
+    :func:`torchmsa.ops.linkage.single_linkage` on the full matrix, on every backend.
+
+    Returns:
+        ``(children int64 [N-1, 2], heights float64 [N-1])`` as numpy arrays.
+    """
+    import numpy as np
+
+    from torchmsa.cpu import tree as cpu_tree
+    from torchmsa.cpu.slink import SlinkState, lcs_key_rows
+
+    n = codes.shape[0]
+    if n < 2:
+        return cpu_tree.spanning_joins(np.empty(0), np.empty(0), np.empty(0))
+    step = max(1, min(n, block_bytes // (12 * n)))
+    if resolve_backend(backend, codes.device) == "triton":
+        from torchmsa._triton import lcs as triton_lcs
+
+        order, s_codes, s_lens, masks, n_words = triton_lcs.sorted_masks(
+            codes, lengths.to(codes.device)
+        )
+        ids, lens = order.cpu().numpy(), s_lens.cpu().numpy().astype(np.int64)
+
+        def rows(r0, r1):
+            return triton_lcs.lcs_rows(s_codes, s_lens, masks, n_words, r0, r1).cpu().numpy()
+    else:
+        from torchmsa.cpu.lcs import _check
+        from torchmsa.cpu.lcs_rows import lcs_masks, lcs_rows
+
+        host_codes, lens = _check(codes, lengths)
+        masks = lcs_masks(host_codes, lens)
+        ids = np.arange(n, dtype=np.int64)
+
+        def rows(r0, r1):
+            return lcs_rows(host_codes, lens, masks, r0, r1)
+
+    state = SlinkState(ids)
+    for r0 in range(0, n, step):
+        r1 = min(n, r0 + step)
+        block = rows(r0, r1)
+        dist = np.empty(block.shape, np.float64)
+        lcs_key_rows(block, lens, r0, dist)
+        state.add_rows(dist)
+    return cpu_tree.spanning_joins(*state.edges())

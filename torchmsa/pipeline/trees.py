@@ -48,7 +48,7 @@ def check_full_matrix(
             f"a full-matrix guide tree ({method}) of {n} sequences on {device}",
             need,
             avail,
-            f"use tree='parttree', which needs no N x N matrix (the limit: "
+            f"use tree='parttree' or tree='lcs', which need no N x N matrix (the limit: "
             f"{budget.source(device)})",
         )
 
@@ -63,15 +63,22 @@ def first_tree(
     budget: MemoryBudget | None = None,
 ) -> Tree:
     """The first guide tree (``method`` from :func:`~torchmsa.pipeline.modes.first_tree_method`):
-    PartTree, single linkage on LCS distances, or 6-mer distances and a linkage."""
+    PartTree, single linkage on LCS distances (streamed: memory linear in N), or 6-mer
+    distances and a linkage (an N x N matrix, up to ``TreeConfig.parttree_min_n``)."""
     with torch.profiler.record_function("torchmsa.first_tree"):
         if method == "parttree":
             from torchmsa.parttree import parttree
 
             return parttree(batch, backend=backend, config=config, policy=policy, budget=budget)
+        if method == "lcs":  # single linkage streamed over row blocks: no N x N matrix
+            from torchmsa.ops.lcs import lcs_single_linkage
+            from torchmsa.tree import linkage_tree
+
+            lengths = batch.lengths.to(batch.codes.device)
+            joins = lcs_single_linkage(batch.codes, lengths, backend)
+            return linkage_tree(*joins, batch.names)
         dist = first_distances(batch, method, backend, policy=policy, budget=budget)
-        linkage = "single" if method == "lcs" else method
-        return tree_from_tensor(dist, linkage, batch.names, policy=policy)
+        return tree_from_tensor(dist, method, batch.names, policy=policy)
 
 
 def alignment_tree(

@@ -1,0 +1,38 @@
+"""LCS lengths of row blocks of the lower triangle on the CPU (numba): what streamed single
+linkage (:func:`torchmsa.ops.lcs.lcs_single_linkage`) reads, with the pair routine of
+:mod:`torchmsa.cpu.lcs` (so the same integers as its full matrix); the twin of
+``triton_kernels/lcs.py``'s ``lcs_rows``."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from torchmsa.cpu.lcs import _masks, _pair
+
+__all__ = ["lcs_masks", "lcs_rows"]
+
+
+def lcs_masks(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The bit masks of every sequence (``uint64 [N, codes, words]``), made once per tree."""
+    longest = int(lengths.max()) if lengths.size else 0
+    n_codes = int(codes.max()) + 1 if codes.size else 1
+    return _masks(codes, lengths, n_codes, max(1, (longest + 63) // 64))
+
+
+@njit(cache=True, parallel=True)
+def _rows(codes, lengths, masks, r0, out):
+    for t in prange(out.shape[0]):
+        i = r0 + t
+        v = np.empty(masks.shape[2], np.uint64)
+        for j in range(i):
+            out[t, j] = _pair(masks[j], lengths[j], codes[i], lengths[i], v)
+
+
+def lcs_rows(codes: np.ndarray, lengths: np.ndarray, masks: np.ndarray, r0: int, r1: int):
+    """``int32 [r1 - r0, r1]``: row t holds the LCS of sequence ``r0 + t`` with every
+    sequence before it (columns from ``r0 + t`` on are left 0)."""
+    out = np.zeros((r1 - r0, r1), np.int32)
+    if r1 > r0:
+        _rows(codes, lengths, masks, r0, out)
+    return out
