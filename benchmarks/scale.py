@@ -47,7 +47,7 @@ def _child_argv(tool: str, inp: Path, out: Path, args, report: Path) -> list[str
         return [exe, "-i", str(inp), "-o", str(out), "-n", str(args.threads)]
     head = [sys.executable, "-m", "benchmarks.scale", "--child", tool, "--report", str(report)]
     return head + ["--threads", str(args.threads), "--device", args.device, "--mode", args.mode,
-                   str(inp), str(out)]  # fmt: skip
+                   "--tree", args.tree, str(inp), str(out)]  # fmt: skip
 
 
 def run_child(argv: list[str], timeout: float) -> tuple[str, float, int, str]:
@@ -82,7 +82,8 @@ def child(tool: str, inp: Path, out: Path, args) -> int:
         from torchmsa.cli import main as cli_main
 
         code = cli_main(["align", str(inp), "-o", str(out), "--device", args.device,
-                         "--mode", args.mode, "--threads", str(args.threads)])  # fmt: skip
+                         "--mode", args.mode, "--tree", args.tree,
+                         "--threads", str(args.threads)])  # fmt: skip
         import torch
 
         if torch.cuda.is_available():
@@ -119,6 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--mode", default="auto")
+    ap.add_argument("--tree", default="auto", help="torchmsa's --tree (default: its own choice)")
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "torchmsa-scale")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
@@ -149,6 +151,7 @@ def main(argv=None) -> int:
                 peak = json.loads(report.read_text())["peak_gpu"] if report.exists() else None
             rows.append({
                 "n": n, "tool": tool, "mode": args.mode if tool == "torchmsa" else "",
+                "tree": args.tree if tool == "torchmsa" else "",
                 "threads": args.threads, "status": status, "wall_s": round(wall, 3),
                 "peak_rss_gib": round(rss / 2**30, 3),
                 "peak_gpu_gib": None if peak is None else round(peak / 2**30, 3),

@@ -191,10 +191,10 @@ class ScoringConfig(_Checked):
 @dataclass(frozen=True, kw_only=True, repr=False)
 class TreeConfig(_Checked):
     """Guide trees. ``method="auto"``: PartTree from ``parttree_min_n`` sequences, single
-    linkage on LCS distances in default mode from ``lcs_min_n``, else 6-mer distances and
-    UPGMA. PartTree draws ``parttree_n_ref`` references (MAFFT's ``--partsize``), makes
-    leaves of at most ``parttree_leaf_size`` sequences and merges references joined below
-    ``parttree_merge_fraction`` of the root's height."""
+    linkage on LCS distances (streamed, no N x N matrix) from ``lcs_min_n``, else 6-mer
+    distances and UPGMA. PartTree draws ``parttree_n_ref`` references (MAFFT's
+    ``--partsize``), makes leaves of at most ``parttree_leaf_size`` sequences and merges
+    references joined below ``parttree_merge_fraction`` of the root's height."""
 
     method: str = field(default="auto", metadata=_opt(check=_one_of(TREES)))
     parttree_min_n: int = field(default=20_000, metadata=_opt(check=_positive))

@@ -3,11 +3,12 @@
 =========== ==========================================================================
 mode        stages
 =========== ==========================================================================
-fast        6-mer distances -> guide tree -> one progressive pass
+fast        6-mer distances -> guide tree -> one progressive pass; above
+            ``TreeConfig.lcs_min_n`` (500) sequences LCS distances -> single linkage (FAMSA's
+            guide tree, streamed: no N x N matrix) -> one pass
 default     fast, then distances from that alignment -> new tree -> second pass ->
             two rounds of refinement (MAFFT FFT-NS-2 style, plus light refinement); above
-            ``TreeConfig.lcs_min_n`` (500) sequences LCS distances -> single linkage -> one
-            pass (FAMSA's guide tree; ``tree="lcs"`` asks for it at any size)
+            ``lcs_min_n`` sequences as fast (``tree="lcs"`` asks for it at any size)
 accurate    all-pairs local alignments -> distances and terminal set-aside; all-pairs
             end-gap-free global alignments -> consistency library -> tree -> progressive
             pass with consistency -> refinement until no edge gains (at most 4 rounds) ->
@@ -242,7 +243,7 @@ def align(
         gap_open, gap_extend: shortcuts for ``config.scoring``'s gap costs, in matrix units
             (default 11 and 0).
         tree: shortcut for ``config.tree.method``, the guide tree: ``"auto"``
-            (``"upgma_mafft"``; in default mode above ``lcs_min_n`` sequences ``"lcs"``;
+            (``"upgma_mafft"``; above ``lcs_min_n`` sequences ``"lcs"``;
             PartTree above ``parttree_min_n``), ``"upgma"``, ``"upgma_mafft"``, ``"nj"``,
             ``"single"`` (on 6-mer distances), ``"lcs"`` (single linkage on LCS distances;
             default mode then makes one pass) or ``"parttree"``. Second-pass trees (default

@@ -27,15 +27,16 @@ def linkage(tree: str) -> str:
 
 
 def first_tree_method(n: int, mode: str, *, config: TreeConfig | None = None) -> str:
-    """The first guide tree of a job of ``n`` sequences in ``mode`` (not accurate):
+    """The first guide tree of a job of ``n`` sequences in ``mode`` (fast or default):
     ``config.method``, where ``"auto"`` is PartTree above ``config.parttree_min_n``
-    sequences, single linkage on LCS distances (``"lcs"``) in default mode above
-    ``config.lcs_min_n``, else :func:`linkage`'s."""
+    sequences, single linkage on LCS distances (``"lcs"``, streamed: no N x N matrix) above
+    ``config.lcs_min_n``, else :func:`linkage`'s (decision 0042: the LCS tree wins in fast
+    mode too, on sets it was not chosen on)."""
     config = TreeConfig() if config is None else config
     tree = config.method
     if tree == "parttree" or (tree == "auto" and n > config.parttree_min_n):
         return "parttree"
-    if tree == "lcs" or (tree == "auto" and mode == "default" and n > config.lcs_min_n):
+    if tree == "lcs" or (tree == "auto" and n > config.lcs_min_n):
         return "lcs"
     return linkage(tree)
 
