@@ -235,6 +235,7 @@ EXTREMES = [
         run_rows=1,
         pool_rows=1,
         max_batch_cells=1,
+        level_bytes=1,
         local_batch_cells=1,
         retree_block=1,
         parttree_dense_pairs=1,

@@ -462,6 +462,10 @@ def test_levels_split_to_fit_memory_give_the_same_alignment():
     assert len(parts) > 1 and np.array_equal(np.concatenate(parts), first)
     (whole_level,) = split_level(st, first, CPU, MemoryBudget(host_bytes=1 << 40))
     assert np.array_equal(whole_level, first)
+    # the policy's cap cuts a level the budget would hold whole, one pair a part at least
+    capped = split_level(st, first, CPU, MemoryBudget(host_bytes=1 << 40), cap=1)
+    assert [len(p) for p in capped] == [1] * len(first)
+    assert np.array_equal(np.concatenate(capped), first)
 
 
 def test_a_merge_larger_than_memory_is_a_resource_error():

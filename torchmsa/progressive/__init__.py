@@ -114,7 +114,11 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
             run.add(pairs)
         else:
             flush()
-            parts = [pairs] if cons is not None else split_level(st, pairs, device, budget)
+            parts = (
+                [pairs]
+                if cons is not None
+                else split_level(st, pairs, device, budget, policy.level_bytes)
+            )
             for part in parts:
                 kid_elems, elems, _ = align_level(
                     st, part, scoring, device, backend, cons, g, track

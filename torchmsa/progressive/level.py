@@ -141,9 +141,16 @@ def align_level(
 
 
 def split_level(
-    st: Nodes, pairs: np.ndarray, device: torch.device, budget: MemoryBudget
+    st: Nodes,
+    pairs: np.ndarray,
+    device: torch.device,
+    budget: MemoryBudget,
+    cap: int | None = None,
 ) -> list[np.ndarray]:
-    """A level's pairs in parts that fit ``budget`` on ``device``."""
+    """A level's pairs in parts that fit ``budget`` on ``device``, each planning at most
+    ``cap`` bytes (``ExecutionPolicy.level_bytes``): a level of 10^5 pairs is no faster as
+    one part of tens of GB than as parts of a few, and memory stays bounded however many
+    sequences there are (issue #35)."""
     n, m = st.cols[pairs[:, 0]], st.cols[pairs[:, 1]]
     need = n * m * LEVEL_CELL_BYTES + (n + m) * st.n_alpha * LEVEL_COLUMN_BYTES
     limit = budget.limit(device)
@@ -157,6 +164,8 @@ def split_level(
             "align fewer or shorter sequences (the widest profiles grow with both); the limit "
             f"is {budget.source(device)}",
         )
+    if cap is not None:  # a part holds one pair at least, however large
+        limit = min(limit, cap)
     ends = np.cumsum(need)
     parts, start = [], 0
     while start < len(pairs):

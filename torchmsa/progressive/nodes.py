@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchmsa.config import ExecutionPolicy
+from torchmsa.config import ExecutionPolicy, MemoryBudget
 from torchmsa.errors import ResourceError
 from torchmsa.ops.backend import to_device
 from torchmsa.progressive.forest import Forest, ResidueTable
@@ -123,11 +123,14 @@ class Nodes:
             idx = upload(device, r=r_src, b=b_src)
             size = (2 * (len(r_src) + rows) + self.pool_rows, self.n_alpha)
             need = size[0] * (4 * self.n_alpha + 8)
-            if device.type == "cuda" and need > torch.cuda.mem_get_info(device)[0]:
+            # free memory counts torch's cached blocks, which the new buffers can reuse
+            avail = MemoryBudget(device_fraction=1.0).limit(device)
+            if device.type == "cuda" and need > avail:
                 raise ResourceError(
-                    f"the profiles of {len(live)} tree nodes ({size[0]} columns)",
+                    f"the profiles of {len(live)} live tree nodes and {rows} new columns "
+                    f"({size[0]} rows)",
                     need,
-                    torch.cuda.mem_get_info(device)[0],
+                    avail,
                     "align fewer or shorter sequences, or on the CPU (device='cpu')",
                 )
             new_prof = pool_tensor(size, torch.int32, device)
