@@ -7,7 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from torchmsa.config import ExecutionPolicy, TreeConfig
+import torchmsa
+from torchmsa.config import AlignConfig, ExecutionPolicy, TreeConfig
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.kmer import kmer_distance_matrix
 from torchmsa.parttree import merge_close, parttree, parttree_tree
@@ -76,7 +77,7 @@ def test_deterministic_and_seeded():
 def test_small_input_is_upgma_of_the_full_matrix(method):
     seqs = clusters([6, 9, 5], 60, 2, rate=0.25)
     batch = SequenceBatch.from_input(seqs, "protein")
-    tree = parttree(batch, leaf_size=len(seqs), method=method, backend="cpu")
+    tree = parttree(batch, leaf_size=len(seqs), method=method, distance="kmer", backend="cpu")
     full = build_tree(kmer_distance_matrix(seqs, device="cpu"), method, batch.names)
     assert np.array_equal(tree.children, full.children)
     np.testing.assert_allclose(tree.lengths, full.lengths, rtol=0, atol=1e-12)
@@ -141,7 +142,7 @@ def brute_counts_fn(seqs: list[str], k: int = 6):
 def test_counts_function_source_equals_batch_source():
     seqs = clusters([12, 10, 14], 50, 5, rate=0.2)
     batch = SequenceBatch.from_input(seqs, "protein")
-    from_batch = parttree(batch, n_ref=5, leaf_size=8, backend="cpu")
+    from_batch = parttree(batch, n_ref=5, leaf_size=8, distance="kmer", backend="cpu")
     from_fn = parttree(brute_counts_fn(seqs), n=len(seqs), n_ref=5, leaf_size=8)
     assert np.array_equal(from_batch.children, from_fn.children)
     np.testing.assert_allclose(from_batch.lengths, from_fn.lengths, rtol=0, atol=1e-12)
@@ -153,7 +154,7 @@ def test_duplicates_and_sequences_without_kmers():
     # from the root in their own clade
     seqs = ["MKVLAAGIVGLLLAQPAMAW"] * 300 + clusters([20], 40, 6) + ["MKV", "", "WW"]
     batch = SequenceBatch.from_input(seqs, "protein")
-    tree = parttree(batch, n_ref=4, leaf_size=10, backend="cpu")
+    tree = parttree(batch, n_ref=4, leaf_size=10, distance="kmer", backend="cpu")
     check_valid(tree, len(seqs))
     found = clades(tree)
     n = len(seqs)
@@ -247,7 +248,46 @@ def test_source_errors():
 def test_triton_backend_equals_cpu(device):
     seqs = clusters([5, 4, 5], 20, 8, rate=0.15)
     batch = SequenceBatch.from_input(seqs, "protein", device)
-    got = parttree(batch, n_ref=3, leaf_size=4, backend="triton")
-    want = parttree(batch.to("cpu"), n_ref=3, leaf_size=4, backend="cpu")
+    got = parttree(batch, n_ref=3, leaf_size=4, distance="kmer", backend="triton")
+    want = parttree(batch.to("cpu"), n_ref=3, leaf_size=4, distance="kmer", backend="cpu")
     assert np.array_equal(got.children, want.children)
     assert np.array_equal(got.lengths, want.lengths)
+
+
+@pytest.mark.parametrize("method", ["upgma_mafft", "single"])
+def test_lcs_parttree_of_a_small_input_is_the_linkage_of_full_lcs_distances(method):
+    from torchmsa.ops.lcs import lcs_distances, lcs_lengths
+
+    seqs = clusters([6, 7, 5], 40, 21)
+    batch = SequenceBatch.from_input(seqs, "protein")
+    tree = parttree(batch, leaf_size=len(seqs), method=method, distance="lcs", backend="cpu")
+    dist = lcs_distances(lcs_lengths(batch.codes, batch.lengths, "cpu"), batch.lengths)
+    full = build_tree(dist, method, batch.names)
+    assert np.array_equal(tree.children, full.children)
+
+
+def test_lcs_counts_are_the_lcs_lengths():
+    from torchmsa.cpu.lcs import lcs_lengths
+    from torchmsa.parttree.counts import LcsCounts
+
+    seqs = clusters([8, 7], 70, 22) + ["M", "WWWW"]
+    batch = SequenceBatch.from_input(seqs, "protein")
+    full = lcs_lengths(batch.codes, batch.lengths).numpy()
+    counts = LcsCounts(batch)
+    a, b = np.array([3, 0, 16, 9]), np.array([15, 2, 16])
+    got_ab, got_aa = counts.blocks([(a, b), (a, None)])
+    assert np.array_equal(got_ab, full[np.ix_(a, b)])
+    assert np.array_equal(got_aa, full[np.ix_(a, a)])
+    assert np.array_equal(counts.self_counts, batch.lengths.numpy())
+
+
+def test_lcs_is_the_pipeline_parttree_distance():
+    seqs = clusters([15, 15, 10], 50, 23)
+    lcs = torchmsa.align(seqs, device="cpu", mode="fast", tree="parttree")
+    config = AlignConfig(mode="fast", tree=TreeConfig(method="parttree", parttree_distance="kmer"))
+    kmer = torchmsa.align(seqs, device="cpu", config=config)
+    batch = SequenceBatch.from_input(seqs, "protein")
+    assert lcs.tree.newick() == parttree(batch, distance="lcs", backend="cpu").newick()
+    assert kmer.tree.newick() == parttree(batch, distance="kmer", backend="cpu").newick()
+    with pytest.raises(ArgumentError, match="distance"):
+        parttree(batch, distance="edit")

@@ -194,7 +194,8 @@ class TreeConfig(_Checked):
     linkage on LCS distances (streamed, no N x N matrix) from ``lcs_min_n``, else 6-mer
     distances and UPGMA. PartTree draws ``parttree_n_ref`` references (MAFFT's
     ``--partsize``), makes leaves of at most ``parttree_leaf_size`` sequences and merges
-    references joined below ``parttree_merge_fraction`` of the root's height."""
+    references joined below ``parttree_merge_fraction`` of the root's height; it measures
+    sequences by 6-mer or LCS distances (``parttree_distance``)."""
 
     method: str = field(default="auto", metadata=_opt(check=_one_of(TREES)))
     parttree_min_n: int = field(default=20_000, metadata=_opt(check=_positive))
@@ -205,6 +206,7 @@ class TreeConfig(_Checked):
         default="upgma_mafft", metadata=_opt(check=_one_of(PARTTREE_LINKAGES))
     )
     parttree_merge_fraction: float = field(default=0.5, metadata=_opt(check=_fraction))
+    parttree_distance: str = field(default="lcs", metadata=_opt(check=_one_of(("kmer", "lcs"))))
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -38,7 +38,7 @@ from torchmsa.config import ExecutionPolicy, MemoryBudget, TreeConfig
 from torchmsa.cpu import tree as cpu_tree
 from torchmsa.errors import ArgumentError
 from torchmsa.parttree.assemble import assemble
-from torchmsa.parttree.counts import BatchCounts, FnCounts, distances
+from torchmsa.parttree.counts import BatchCounts, FnCounts, LcsCounts
 from torchmsa.parttree.split import choose_refs, merge_close, split
 from torchmsa.sequences import SequenceBatch
 from torchmsa.tree import Tree
@@ -60,6 +60,7 @@ def parttree(
     n: int | None = None,
     self_counts=None,
     k: int = 6,
+    distance: str | None = None,
     backend: str = "auto",
     config: TreeConfig | None = None,
     policy: ExecutionPolicy | None = None,
@@ -85,6 +86,8 @@ def parttree(
         self_counts: ``int [N]`` k-mers of each sequence (a counts function only; default:
             the diagonal of the counts function, in blocks).
         k: k-mer length (a batch only).
+        distance: ``"kmer"`` (6-mer distances) or ``"lcs"`` (FAMSA's LCS distance, counted on
+            the host; a batch only); default ``config.parttree_distance``.
         backend: ``"auto"``, ``"cpu"`` or ``"triton"`` (a batch only).
         config: the defaults of ``n_ref``, ``leaf_size`` and ``method``, and the fraction of
             the root height below which joined references merge
@@ -104,11 +107,19 @@ def parttree(
         config.parttree_leaf_size if leaf_size is None else leaf_size, "leaf_size", 1
     )
     method = config.parttree_linkage if method is None else method
+    distance = config.parttree_distance if distance is None else distance
+    if distance not in ("kmer", "lcs"):
+        raise ArgumentError(
+            f"Invalid value for `distance` argument: {distance!r}; use 'kmer' or 'lcs'"
+        )
     if method not in _LINKAGE:
         raise ArgumentError(
             f"Invalid value for `method` argument: {method!r}; use one of {tuple(_LINKAGE)}"
         )
-    if isinstance(source, SequenceBatch):
+    if isinstance(source, SequenceBatch) and distance == "lcs":
+        counts = LcsCounts(source)
+        names = source.names if names is None else names
+    elif isinstance(source, SequenceBatch):
         counts = BatchCounts(source, k, backend, policy, budget)
         names = source.names if names is None else names
     elif callable(source):
@@ -134,13 +145,15 @@ def parttree(
         leaf = [g for g in frontier if 1 < len(groups[g]) <= leaf_size]
         for g, block in zip(leaf, counts.blocks([(groups[g], None) for g in leaf])):
             m = groups[g]
-            dist = distances(block, sc[m], sc[m])
+            dist = counts.distances(block, sc[m], sc[m])
             small[g] = cpu_tree.linkage((dist + dist.T) / 2, linkage)
         frontier = []
         refs_of = choose_refs([groups[g] for g in big], counts, sc, n_ref, n_far, seed)
         blocks = counts.blocks([(groups[g], r) for g, r in zip(big, refs_of)])
         for g, refs, block in zip(big, refs_of, blocks):
-            splits[g] = split(groups, g, refs, block, sc, linkage, small, frontier, merge)
+            splits[g] = split(
+                groups, g, refs, block, sc, linkage, small, frontier, merge, counts.distances
+            )
     return assemble(names, groups, splits, small, np.flatnonzero(sc == 0))
 
 

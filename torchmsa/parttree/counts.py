@@ -1,5 +1,8 @@
-"""Shared k-mer counts for PartTree: from a :class:`~torchmsa.sequences.SequenceBatch`
-(id lists on its device) or from a user's counts function, and their distances."""
+"""What PartTree measures sequences by: shared k-mer counts from a
+:class:`~torchmsa.sequences.SequenceBatch` (id lists on its device) or from a user's counts
+function, with their distances (:func:`distances`); or LCS lengths (:class:`LcsCounts`), with
+FAMSA's LCS distance. Each source has ``self_counts`` (a sequence against itself: 0 for one
+that can be measured against nothing), ``blocks(tasks)`` and ``distances``."""
 
 from __future__ import annotations
 
@@ -12,11 +15,14 @@ from torchmsa.config import ExecutionPolicy
 from torchmsa.errors import ArgumentError
 from torchmsa.sequences import SequenceBatch
 
-__all__ = ["BatchCounts", "FnCounts", "distances"]
+__all__ = ["BatchCounts", "FnCounts", "LcsCounts", "distances", "lcs_distances"]
 
 
 class BatchCounts:
     """Shared k-mer counts of a SequenceBatch: id lists kept on the counting device."""
+
+    def distances(self, counts, sa, sb):
+        return distances(counts, sa, sb)
 
     def __init__(self, batch: SequenceBatch, k: int, backend: str, policy: ExecutionPolicy, budget):
         from torchmsa.ops.backend import resolve_backend
@@ -102,6 +108,9 @@ class BatchCounts:
 class FnCounts:
     """Shared counts from a user function ``counts_fn(a_idx, b_idx) -> int [len(a), len(b)]``."""
 
+    def distances(self, counts, sa, sb):
+        return distances(counts, sa, sb)
+
     def __init__(self, fn: Callable, n: int | None, self_counts):
         self.fn = fn
         if self_counts is None:
@@ -132,3 +141,32 @@ def distances(counts: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
     smaller = np.minimum(sa[:, None], sb[None, :])
     d = 1.0 - counts / np.maximum(smaller, 1)
     return np.where(smaller > 0, d, 1.0)
+
+
+class LcsCounts:
+    """LCS lengths of a SequenceBatch's sequences, counted on the host (numba, every core):
+    ``self_counts`` are the lengths, ``distances`` FAMSA's ``indel / (indel + LCS)``."""
+
+    def __init__(self, batch: SequenceBatch):
+        from torchmsa.cpu.lcs import _check
+        from torchmsa.cpu.lcs_rows import lcs_masks
+
+        self.codes, lens = _check(batch.codes, batch.lengths)
+        self.self_counts = lens.astype(np.int64)
+        self.masks = lcs_masks(self.codes, self.self_counts)
+
+    def blocks(self, tasks):
+        from torchmsa.cpu.lcs_rows import lcs_block
+
+        sc, masks = self.self_counts, self.masks
+        return [lcs_block(self.codes, sc, masks, a, a if b is None else b) for a, b in tasks]
+
+    def distances(self, lcs, sa, sb):
+        return lcs_distances(lcs, sa, sb)
+
+
+def lcs_distances(lcs: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
+    """FAMSA's LCS distance ``indel / (indel + LCS)`` (:func:`torchmsa.ops.lcs.lcs_distances`)
+    of a block of LCS lengths between sequences of lengths ``sa`` and ``sb``."""
+    union = (sa[:, None] + sb[None, :]).astype(np.float64) - lcs
+    return (union - lcs) / np.maximum(union, 1.0)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from torchmsa.cpu import tree as cpu_tree
-from torchmsa.parttree.counts import distances
 
 __all__ = ["choose_refs", "nearest", "split", "merge_close"]
 
@@ -21,7 +20,7 @@ def choose_refs(groups, counts, sc, n_ref, n_far, seed) -> list[np.ndarray]:
         cols = counts.blocks([(groups[i], np.array(refs[i][-1:])) for i in todo])
         for i, col in zip(todo, cols):
             m = groups[i]
-            d = distances(col, sc[m], sc[refs[i][-1:]])[:, 0]
+            d = counts.distances(col, sc[m], sc[refs[i][-1:]])[:, 0]
             nearest[i] = np.minimum(nearest[i], d)
             refs[i].append(int(m[np.argmax(np.where(np.isin(m, refs[i]), -1.0, nearest[i]))]))
     out = []
@@ -41,13 +40,14 @@ def nearest(counts: np.ndarray, d: np.ndarray, sm: np.ndarray, sr: np.ndarray) -
     return np.argmin(np.where(tied, size_gap, np.inf), axis=1)
 
 
-def split(groups, g, refs, block, sc, linkage, small, frontier, merge):
-    """Split group ``g`` by its references (``block``: members x references counts): new
-    groups are appended to ``groups``, the ones to split or cluster further to ``frontier``,
-    k-mer-identical ones marked flat in ``small``. Returns ``(reference tree, child ids)``."""
+def split(groups, g, refs, block, sc, linkage, small, frontier, merge, dist_fn):
+    """Split group ``g`` by its references (``block``: members x references counts, turned
+    into distances by ``dist_fn``): new groups are appended to ``groups``, the ones to split
+    or cluster further to ``frontier``, identical ones (by their counts) marked flat in
+    ``small``. Returns ``(reference tree, child ids)``."""
     m = groups[g]
     at = np.searchsorted(m, refs)
-    d = distances(block, sc[m], sc[refs])
+    d = dist_fn(block, sc[m], sc[refs])
     own = nearest(block, d, sc[m], sc[refs])
     own[at] = np.arange(len(refs))
     label, ref_tree = merge_close(cpu_tree.linkage((d[at] + d[at].T) / 2, linkage), merge)
