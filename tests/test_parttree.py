@@ -281,13 +281,14 @@ def test_lcs_counts_are_the_lcs_lengths():
     assert np.array_equal(counts.self_counts, batch.lengths.numpy())
 
 
-def test_lcs_is_the_pipeline_parttree_distance():
+def test_the_pipeline_parttree_distance_is_configurable():
     seqs = clusters([15, 15, 10], 50, 23)
-    lcs = torchmsa.align(seqs, device="cpu", mode="fast", tree="parttree")
-    config = AlignConfig(mode="fast", tree=TreeConfig(method="parttree", parttree_distance="kmer"))
-    kmer = torchmsa.align(seqs, device="cpu", config=config)
+    kmer = torchmsa.align(seqs, device="cpu", mode="fast", tree="parttree")
+    config = AlignConfig(mode="fast", tree=TreeConfig(method="parttree", parttree_distance="lcs"))
+    lcs = torchmsa.align(seqs, device="cpu", config=config)
     batch = SequenceBatch.from_input(seqs, "protein")
     assert lcs.tree.newick() == parttree(batch, distance="lcs", backend="cpu").newick()
     assert kmer.tree.newick() == parttree(batch, distance="kmer", backend="cpu").newick()
+    assert lcs.tree.newick() != kmer.tree.newick()
     with pytest.raises(ArgumentError, match="distance"):
         parttree(batch, distance="edit")

@@ -206,7 +206,7 @@ class TreeConfig(_Checked):
         default="upgma_mafft", metadata=_opt(check=_one_of(PARTTREE_LINKAGES))
     )
     parttree_merge_fraction: float = field(default=0.5, metadata=_opt(check=_fraction))
-    parttree_distance: str = field(default="lcs", metadata=_opt(check=_one_of(("kmer", "lcs"))))
+    parttree_distance: str = field(default="kmer", metadata=_opt(check=_one_of(("kmer", "lcs"))))
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
