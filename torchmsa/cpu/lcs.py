@@ -20,11 +20,11 @@ from numba import njit, prange
 
 from torchmsa.errors import check_codes
 
-__all__ = ["lcs_lengths"]
+__all__ = ["lcs_lengths", "bit_masks", "pair_lcs", "host_inputs"]
 
 
 @njit(cache=True)
-def _masks(codes, lengths, n_codes, n_words):
+def bit_masks(codes, lengths, n_codes, n_words):
     # [N, n_codes, n_words]: bit p of word p // 64 set where a[p] == c
     out = np.zeros((codes.shape[0], n_codes, n_words), np.uint64)
     for s in range(codes.shape[0]):
@@ -44,7 +44,7 @@ def _zeros(x):
 
 
 @njit(cache=True)
-def _pair(masks_a, len_a, b, len_b, v):
+def pair_lcs(masks_a, len_a, b, len_b, v):
     n_words = (len_a + 63) // 64
     for w in range(n_words):
         v[w] = ~np.uint64(0)
@@ -78,7 +78,7 @@ def _all_pairs(codes, lengths, masks, out, n_chunks):
         for i in range(c, n, n_chunks):
             out[i, i] = lengths[i]
             for j in range(i + 1, n):
-                x = _pair(masks[i], lengths[i], codes[j], lengths[j], v)
+                x = pair_lcs(masks[i], lengths[i], codes[j], lengths[j], v)
                 out[i, j] = x
                 out[j, i] = x
 
@@ -94,18 +94,20 @@ def lcs_lengths(codes, lengths) -> torch.Tensor:
         ``int32 [N, N]`` (CPU): ``out[i, j]`` is the length of the longest common subsequence of
         sequences i and j; ``out[i, i] = lengths[i]``.
     """
-    codes, lengths = _check(codes, lengths)
+    codes, lengths = host_inputs(codes, lengths)
     n = codes.shape[0]
     out = np.zeros((n, n), np.int32)
     if n:
         longest = int(lengths.max())
         n_codes = int(codes.max()) + 1 if codes.size else 1
-        masks = _masks(codes, lengths, n_codes, max(1, (longest + 63) // 64))
+        masks = bit_masks(codes, lengths, n_codes, max(1, (longest + 63) // 64))
         _all_pairs(codes, lengths, masks, out, min(n, 8 * numba.get_num_threads()))
     return torch.from_numpy(out)
 
 
-def _check(codes, lengths) -> tuple[np.ndarray, np.ndarray]:
+def host_inputs(codes, lengths) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and lengths as host numpy arrays (int64 lengths), checked: the inputs of every
+    host LCS routine."""
     if isinstance(codes, torch.Tensor):
         codes = codes.detach().cpu().numpy()
     if isinstance(lengths, torch.Tensor):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from torchmsa.cpu.lcs import _masks, _pair
+from torchmsa.cpu.lcs import bit_masks, pair_lcs
 
 __all__ = ["lcs_masks", "lcs_rows", "lcs_block"]
 
@@ -18,7 +18,7 @@ def lcs_masks(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The bit masks of every sequence (``uint64 [N, codes, words]``), made once per tree."""
     longest = int(lengths.max()) if lengths.size else 0
     n_codes = int(codes.max()) + 1 if codes.size else 1
-    return _masks(codes, lengths, n_codes, max(1, (longest + 63) // 64))
+    return bit_masks(codes, lengths, n_codes, max(1, (longest + 63) // 64))
 
 
 @njit(cache=True, parallel=True)
@@ -27,7 +27,7 @@ def _rows(codes, lengths, masks, r0, out):
         i = r0 + t
         v = np.empty(masks.shape[2], np.uint64)
         for j in range(i):
-            out[t, j] = _pair(masks[j], lengths[j], codes[i], lengths[i], v)
+            out[t, j] = pair_lcs(masks[j], lengths[j], codes[i], lengths[i], v)
 
 
 def lcs_rows(codes: np.ndarray, lengths: np.ndarray, masks: np.ndarray, r0: int, r1: int):
@@ -46,7 +46,7 @@ def _block(codes, lengths, masks, ia, ib, out):
         v = np.empty(masks.shape[2], np.uint64)
         for y in range(ib.shape[0]):
             b = ib[y]
-            out[x, y] = _pair(masks[b], lengths[b], codes[a], lengths[a], v)
+            out[x, y] = pair_lcs(masks[b], lengths[b], codes[a], lengths[a], v)
 
 
 def lcs_block(codes, lengths, masks, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:

@@ -148,10 +148,10 @@ class LcsCounts:
     ``self_counts`` are the lengths, ``distances`` FAMSA's ``indel / (indel + LCS)``."""
 
     def __init__(self, batch: SequenceBatch):
-        from torchmsa.cpu.lcs import _check
+        from torchmsa.cpu.lcs import host_inputs
         from torchmsa.cpu.lcs_rows import lcs_masks
 
-        self.codes, lens = _check(batch.codes, batch.lengths)
+        self.codes, lens = host_inputs(batch.codes, batch.lengths)
         self.self_counts = lens.astype(np.int64)
         self.masks = lcs_masks(self.codes, self.self_counts)
 
