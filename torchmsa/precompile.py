@@ -115,6 +115,20 @@ def _add_merge(device: str) -> None:
     merge(ref, other, device=device)
 
 
+def _parallel(device: str) -> None:
+    """The parallel functions that calls of few cells leave to their one-thread twins
+    (:mod:`torchmsa.cpu.twins`): the default and accurate aligns again, every call taking the
+    parallel function."""
+    from torchmsa.cpu import twins
+
+    saved = twins.SERIAL_CELLS
+    twins.SERIAL_CELLS = -1
+    try:
+        _align_modes(device, ("default", "accurate"))
+    finally:
+        twins.SERIAL_CELLS = saved
+
+
 def _on_gpu(modes: tuple[str, ...]) -> Callable[[str], None]:
     """Pipeline runs on the GPU (no job kept on the host): k-mer, LCS, linkage and profile
     kernels as real jobs launch them."""
@@ -181,6 +195,7 @@ CPU_TASKS: dict[str, Callable[[str], None]] = {
     "trees": _trees,
     "pairwise": _pairwise,
     "add-merge": _add_merge,
+    "parallel": _parallel,
 }
 DP_SHARDS = 2
 GPU_TASKS: dict[str, Callable[[str], None]] = {

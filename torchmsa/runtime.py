@@ -16,6 +16,10 @@
 * **One cache folder**: ``TORCHMSA_CACHE_DIR`` puts numba's and Triton's on-disk caches in
   its ``numba`` and ``triton`` subfolders (unless ``NUMBA_CACHE_DIR`` / ``TRITON_CACHE_DIR``
   say otherwise), for images and read-only installs; ``torchmsa warmup`` fills them.
+* **numba loads when first used**: where numba is not imported yet, the layer is chosen the
+  moment it is (an import hook on ``sys.meta_path``, :class:`_OnNumbaImport`), so that
+  ``import torchmsa`` and the commands that compile nothing do not pay its 0.3 s import
+  (issue #36); numba reads the layer only at its first parallel launch.
 * **Idle threads sleep**: ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it. OpenMP reads it
   when it loads, so it applies where :mod:`torchmsa` is imported before torch.
 
@@ -25,7 +29,10 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.util
 import os
+import sys
 import threading
 
 __all__ = ["SAFE_LAYER", "configure", "describe", "parallel_section", "in_forked_child"]
@@ -42,7 +49,10 @@ def configure() -> None:
     global _registered
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     _cache_folders()
-    _choose_layer()
+    if "numba" in sys.modules:
+        _choose_layer()
+    elif not any(isinstance(f, _OnNumbaImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _OnNumbaImport())
     if not _registered and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
         _registered = True
@@ -55,8 +65,6 @@ def _cache_folders() -> None:
     root = os.path.abspath(os.path.expanduser(root))  # one folder whatever the working dir
     os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(root, "numba"))
     os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton"))
-    import sys
-
     numba = sys.modules.get("numba")  # imported before torchmsa: its config has been read
     if numba is not None and not numba.config.CACHE_DIR:
         numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
@@ -76,6 +84,28 @@ def _choose_layer() -> None:
         _state.update(layer_requested=SAFE_LAYER, layer_source="torchmsa")
 
 
+class _OnNumbaImport(importlib.abc.MetaPathFinder):
+    """Runs :func:`_choose_layer` right after numba's own module has run, whoever imports it;
+    then leaves ``sys.meta_path``."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "numba":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _choose_layer()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
 def _launched_layer() -> str | None:
     """The threading layer numba runs, or ``None`` before its first parallel launch."""
     import numba
@@ -90,8 +120,6 @@ def _after_fork_in_child() -> None:
     global _lock
     _lock = threading.RLock()  # a thread of the parent may have held it
     _state["forked_child"] = True
-    import sys
-
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
@@ -119,10 +147,11 @@ def describe() -> dict:
     """What is in effect: the threading layer asked for and by whom, the one running (``None``
     before the first parallel launch), ``OMP_WAIT_POLICY``, and whether this is a forked
     child."""
+    running = _launched_layer()  # imports numba first, where it was not: the layer is chosen
     return {
         "threading_layer_requested": _state["layer_requested"],
         "threading_layer_source": _state["layer_source"],
-        "threading_layer": _launched_layer(),
+        "threading_layer": running,
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "forked_child": in_forked_child(),
     }

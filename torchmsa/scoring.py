@@ -22,12 +22,13 @@ DNA / RNA  NUC.4.4    10       1
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from numbers import Real
 
 import numpy as np
-from Bio.Align import substitution_matrices
 
 from torchmsa.alphabet import Alphabet, get_alphabet
 from torchmsa.errors import ScoringError
@@ -91,16 +92,54 @@ def _integer_scale(values: np.ndarray, what: str) -> int:
     raise ScoringError(f"{what} has entries with more than 3 decimals; round it first")
 
 
+class _Table(np.ndarray):
+    """A square matrix of Biopython's data folder with its letters (``alphabet``), as
+    ``Bio.Align.substitution_matrices.Array`` holds them."""
+
+    alphabet: str | tuple[str, ...] = ""
+
+
+def _data_folder() -> str:
+    """Biopython's folder of substitution matrices, found without importing ``Bio.Align``."""
+    spec = importlib.util.find_spec("Bio")
+    if spec is None or spec.origin is None:
+        raise ScoringError("Biopython is not installed: it provides the substitution matrices")
+    return os.path.join(os.path.dirname(spec.origin), "Align", "substitution_matrices", "data")
+
+
+def _read_table(path: str):
+    """The square matrix in ``path``, parsed as ``substitution_matrices.read`` parses it (the
+    same letters and values), without importing ``Bio.Align`` and the sequence modules it
+    pulls in (50-90 ms of every ``align`` process on 2 cores, issue #36); other layouts go to
+    Biopython."""
+    with open(path) as fh:
+        rows = [line.split() for line in fh if not line.startswith("#")]
+    rows = [r for r in rows if r]
+    letters = rows[0] if rows else []
+    square = len(rows) == len(letters) + 1 and all(
+        len(r) == len(letters) + 1 and r[0] == key for r, key in zip(rows[1:], letters)
+    )
+    if not square or len(letters) < 2:
+        from Bio.Align import substitution_matrices
+
+        return substitution_matrices.read(path)
+    table = np.array([[float(w) for w in r[1:]] for r in rows[1:]]).view(_Table)
+    multi = any(len(key) > 1 for key in letters)
+    table.alphabet = tuple(letters) if multi else "".join(letters)
+    return table
+
+
 def _source(matrix, what: str) -> tuple[str, np.ndarray]:
     if isinstance(matrix, str):
-        names = {n.upper(): n for n in substitution_matrices.load()}
+        folder = _data_folder()
+        names = {n.upper(): n for n in sorted(os.listdir(folder)) if n != "README.txt"}
         if matrix.upper() not in names:
             raise ScoringError(
                 f"Invalid value for `matrix` argument: {matrix!r}; use one of "
                 f"{', '.join(MATRICES)} or another name from Bio.Align.substitution_matrices"
             )
         name = names[matrix.upper()]
-        return name, substitution_matrices.load(name)
+        return name, _read_table(os.path.join(folder, name))
     if hasattr(matrix, "alphabet") and getattr(matrix, "ndim", 0) == 2:
         return "custom", matrix
     raise ScoringError(

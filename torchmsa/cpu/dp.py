@@ -62,6 +62,7 @@ from torchmsa.cpu import dp_linear, dp_long
 from torchmsa.cpu.dp_rows import fill_rows, pair_score_rows
 from torchmsa.cpu.rules.facing import facing
 from torchmsa.cpu.rules.trace_step import end_gaps, trace_step
+from torchmsa.cpu.twins import serial, small, twin
 
 
 @njit(cache=True, nogil=True)
@@ -250,7 +251,18 @@ def _pair_score_batch(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, out):
         out[p, 2] = ej
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
+def _pair_score_rows(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, out):
+    """:func:`_pair_score_batch` on one thread and the row kernel only, for batches of few
+    cells (:mod:`torchmsa.cpu.twins`): the striped kernel gives the same scores and end cells
+    and pays only on long pairs, and leaving it out saves compiling it (15 s on two cores)."""
+    for p in range(codes_a.shape[0]):
+        s, ei, ej = pair_score_rows(codes_a[p], len_a[p], codes_b[p], len_b[p], mat, go, ge, mode)
+        out[p, 0] = s
+        out[p, 1] = ei
+        out[p, 2] = ej
+
+
 def _pair_align_batch(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, ops, out):
     """Alignments of many pairs.
 
@@ -275,6 +287,10 @@ def _pair_align_batch(codes_a, len_a, codes_b, len_b, mat, go, ge, mode, ops, ou
         out[p, 3] = sj
         out[p, 4] = ei
         out[p, 5] = ej
+
+
+_pair_align_parallel = njit(cache=True, parallel=True)(_pair_align_batch)
+_pair_align_serial = njit(cache=True, nogil=True)(twin(_pair_align_batch))
 
 
 @njit(cache=True, parallel=True)
@@ -329,6 +345,11 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().contiguous().numpy()
 
 
+def _cells(len_a: np.ndarray, len_b: np.ndarray) -> int:
+    """DP cells of the pairs of these lengths."""
+    return int(np.dot(len_a.astype(np.int64), len_b.astype(np.int64)))
+
+
 def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode):
     """Scores of pairs ``(codes_a[p, :len_a[p]], codes_b[p, :len_b[p]])``.
 
@@ -343,11 +364,14 @@ def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
         ``int32 [P, 3]``: score, end_i, end_j.
     """
     out = np.empty((codes_a.shape[0], 3), np.int32)
-    _pair_score_batch(
+    la, lb = _np(len_a), _np(len_b)
+    # the row-kernel twin only for few cells: on one thread too, long pairs want the striped one
+    run = _pair_score_rows if small(_cells(la, lb)) else _pair_score_batch
+    run(
         _np(codes_a),
-        _np(len_a),
+        la,
         _np(codes_b),
-        _np(len_b),
+        lb,
         _np(matrix),
         int(gap_open),
         int(gap_extend),
@@ -381,9 +405,8 @@ def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
         la_full, lb_full = la.copy(), lb.copy()
         la_full[huge] = 0
         lb_full[huge] = 0
-    _pair_align_batch(
-        ca, la_full, cb, lb_full, mat, int(gap_open), int(gap_extend), int(mode), ops, out
-    )
+    run = _pair_align_serial if serial(_cells(la_full, lb_full)) else _pair_align_parallel
+    run(ca, la_full, cb, lb_full, mat, int(gap_open), int(gap_extend), int(mode), ops, out)
     if la_full is not la:
         dp_linear.align_huge(
             ca, la, cb, lb, mat, int(gap_open), int(gap_extend), int(mode), huge, ops, out, budget

@@ -22,6 +22,7 @@ from torchmsa.cpu.rules.consistency_tile import add_tile
 from torchmsa.cpu.rules.gap_costs import gap_costs
 from torchmsa.cpu.rules.path_columns import path_columns
 from torchmsa.cpu.rules.residue_factors import residue_factors
+from torchmsa.cpu.twins import serial, twin
 
 __all__ = ["merge_nodes"]
 
@@ -115,11 +116,11 @@ def _pair_dp(q, pairs, kids, S, ops, cols, weights, gap_open, ext, t_num, t_den,
     rb = residue_factors(prof_b, wb, occ_shift)
     if node_of_seq.size > 0 and ent_hi[q] > ent_lo[q] and n > 0 and m > 0:
         _add_tile(S, a, ent, ent_lo[q], ent_hi[q], seq_off, res_col, node_of_seq, cweight, wa * wb)
-    return profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[1]
+    # np.int64, not the literal GLOBAL: the DP compiles once for this and pairwise alignment
+    return profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, np.int64(GLOBAL), ops)[1]
 
 
-@njit(cache=True, parallel=True)
-def merge_nodes(
+def _merge_nodes(
     pairs,
     level_start,
     n_leaves,
@@ -149,7 +150,9 @@ def merge_nodes(
     threads,
     lone_cells,
 ):
-    """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent), level after level: level v
+    """:func:`merge_nodes`' body, compiled as a parallel function and as its one-thread twin.
+
+    Aligns node pairs ``pairs [Q, 3]`` (child, child, parent), level after level: level v
     is ``pairs[level_start[v] : level_start[v + 1]]``, its pairs aligned in parallel and merged
     in order.
 
@@ -232,3 +235,25 @@ def merge_nodes(
             rows_used += width
             bnds_used += width + 1
     return rows_used, bnds_used, used
+
+
+@njit(cache=True, nogil=True)
+def _scores_one_thread(prof_a, prof_b, matrix, wa, wb, occ_shift, threads):
+    """``column_scores_threaded`` of the one-thread twin: the same integers on one thread,
+    without compiling a parallel function."""
+    return column_scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
+
+
+_merge_parallel = njit(cache=True, parallel=True)(_merge_nodes)
+_merge_serial = njit(cache=True, nogil=True)(
+    twin(_merge_nodes, column_scores_threaded=_scores_one_thread)
+)
+
+
+def merge_nodes(pairs, level_start, n_leaves, cols, weights, seq_off, *rest):
+    """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent) level after level (the
+    arguments and results of :func:`_merge_nodes`), on the threads, or on one thread when
+    ``Q`` pairs as long as the longest sequence make few cells (:mod:`torchmsa.cpu.twins`)."""
+    longest = int(np.diff(seq_off).max()) if len(seq_off) > 1 else 0
+    run = _merge_serial if serial(len(pairs) * longest * longest) else _merge_parallel
+    return run(pairs, level_start, n_leaves, cols, weights, seq_off, *rest)

@@ -21,6 +21,7 @@ from torchmsa.cpu.rules.consistency_tile import add_tile
 from torchmsa.cpu.rules.gap_costs import gap_costs
 from torchmsa.cpu.rules.path_score import path_score
 from torchmsa.cpu.rules.residue_factors import residue_factors
+from torchmsa.cpu.twins import serial, small, twin
 
 __all__ = ["evaluate_edge", "evaluate_edges", "entries_by_row", "residue_columns"]
 
@@ -123,8 +124,9 @@ def _group(codes, weights, side, want, gap, n_alpha):
 def _edge_groups(codes, weights, side, n_alpha, gap, gap_open, t_num, t_den, occ_shift):
     """Both groups of an edge: kept columns, sub-alignment indices, profiles, weights and gap
     costs (opening, closing halves and residue factors)."""
-    kept_a, idx_a, prof_a, both_a, wa = _group(codes, weights, side, True, gap, n_alpha)
-    kept_b, idx_b, prof_b, both_b, wb = _group(codes, weights, side, False, gap, n_alpha)
+    # np.bool_: not literals, which would compile _group once for each
+    kept_a, idx_a, prof_a, both_a, wa = _group(codes, weights, side, np.bool_(True), gap, n_alpha)
+    kept_b, idx_b, prof_b, both_b, wb = _group(codes, weights, side, np.bool_(False), gap, n_alpha)
     oa, ca = gap_costs(both_a, wa, gap_open, t_num, t_den, occ_shift)
     ob, cb = gap_costs(both_b, wb, gap_open, t_num, t_den, occ_shift)
     cost_a = (oa, ca, residue_factors(prof_a, wa, occ_shift))
@@ -141,7 +143,7 @@ def _edge_path(width, kept_a, kept_b, S, cost_a, cost_b, ext, ops):
     n, m = kept_a.size, kept_b.size
     # the current path: every column is in A, in B or in both (no column is all gaps)
     old = np.empty(width, np.uint8)
-    k = 0
+    k = np.int64(0)  # not the literal 0, which would compile path_score for it too
     ia = ib = 0
     for c in range(width):
         in_a = ia < n and kept_a[ia] == c
@@ -158,7 +160,8 @@ def _edge_path(width, kept_a, kept_b, S, cost_a, cost_b, ext, ops):
         ib += in_b
         k += 1
     now = path_score(S, oa, ca, ob, cb, ra, rb, ext, old, k)
-    best, n_ops = profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, GLOBAL, ops)[:2]
+    # np.int64, not the literal GLOBAL: the DP compiles once for this and pairwise alignment
+    best, n_ops = profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, np.int64(GLOBAL), ops)[:2]
     return best - now, n_ops
 
 
@@ -289,8 +292,7 @@ def evaluate_edge(
     info[1], info[2] = wa, wb
 
 
-@njit(cache=True, parallel=True)
-def evaluate_edges(
+def _evaluate_edges(
     codes,
     weights,
     sides,
@@ -307,7 +309,10 @@ def evaluate_edges(
     info,
     ops,
 ):
-    """Evaluates the edges ``sides bool [K, N]`` (True: group A) against ``codes uint8 [N, C]``.
+    """:func:`evaluate_edges`' body, compiled as a parallel function and as its one-thread
+    twin.
+
+    Evaluates the edges ``sides bool [K, N]`` (True: group A) against ``codes uint8 [N, C]``.
 
     ``weights`` are the rows' int64 weights, ``matrix`` the int64 substitution scores. The
     library's entries (possibly none) are listed under each of their rows (``by_row``,
@@ -339,3 +344,29 @@ def evaluate_edges(
         info[k, 1] = wa
         info[k, 2] = wb
         info[k, 3] = n_ops
+
+
+_edges_parallel = njit(cache=True, parallel=True)(_evaluate_edges)
+_edges_serial = njit(cache=True, nogil=True)(twin(_evaluate_edges))
+
+
+def evaluate_edges(codes, weights, sides, matrix, gap, *rest):
+    """Evaluates the edges ``sides bool [K, N]`` against ``codes uint8 [N, C]`` (the arguments
+    of :func:`_evaluate_edges`), on the threads, or on one thread when ``K`` edges of ``C``
+    columns make few cells (:mod:`torchmsa.cpu.twins`).
+
+    Few cells: edge by edge from here, each a call of :func:`_one_edge` (tens of microseconds
+    each), which compiles nothing more; a loop in numba would link and optimise all of
+    ``_one_edge`` again (2-3 s of a first ``align``)."""
+    cells = sides.shape[0] * codes.shape[1] * codes.shape[1]
+    if small(cells):
+        gap_open, ext, t_num, t_den, occ_shift, by_row, row_ptr, cweight, info, ops = rest
+        col, seq_off = residue_columns(codes, gap)
+        for k in range(sides.shape[0]):
+            info[k] = _one_edge(
+                codes, weights, sides[k], matrix, gap, gap_open, ext, t_num, t_den, occ_shift,
+                by_row, row_ptr, col, seq_off, cweight, ops[k],
+            )  # fmt: skip
+        return
+    run = _edges_serial if serial(cells) else _edges_parallel
+    run(codes, weights, sides, matrix, gap, *rest)

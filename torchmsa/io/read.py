@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import io as _io
-
-from Bio import AlignIO
-from Bio.SeqRecord import SeqRecord
+from typing import TYPE_CHECKING
 
 from torchmsa.errors import EmptyInputError, FormatError, InputLimitError, TorchMSAError
 from torchmsa.io.formats import BIOPYTHON, READ_FORMATS, check_format, guess_format
 from torchmsa.io.sources import InputLimits, read_text
 from torchmsa.records import Record, header
+
+if TYPE_CHECKING:
+    from Bio.SeqRecord import SeqRecord
 
 __all__ = ["read_sequences", "read_alignment", "parse"]
 
@@ -111,6 +112,8 @@ def parse(text: str, fmt: str, label: str, max_sequences: int) -> list[list[Reco
         if fmt == "a3m":
             groups = [[r for r in g if r.name not in HHSUITE_ROWS] for g in groups]
     else:
+        from Bio import AlignIO  # here: FASTA, the common case, needs no Biopython (issue #36)
+
         handle = _GuardedText(text, label, fmt)
         try:
             groups, count = [], 0

@@ -13,11 +13,6 @@ import sys
 import tempfile
 from typing import IO, TextIO
 
-from Bio import AlignIO
-from Bio.Align import MultipleSeqAlignment
-from Bio.Seq import Seq
-from Bio.SeqRecord import SeqRecord
-
 from torchmsa.errors import ArgumentError, EmptyInputError, FormatError
 from torchmsa.io.formats import (
     BIOPYTHON,
@@ -198,6 +193,12 @@ def format_alignment(
         if fmt == "a3m":
             _check_a3m(names, rows, query)
         return "".join(f">{header(n, d)}\n{r}\n" for n, d, r in zip(names, descriptions, body))
+    # here: FASTA and A3M, the common cases, need no Biopython (issue #36)
+    from Bio import AlignIO
+    from Bio.Align import MultipleSeqAlignment
+    from Bio.Seq import Seq
+    from Bio.SeqRecord import SeqRecord
+
     if fmt == "phylip":
         rows = [r.replace(".", "-") for r in rows]  # '.' means "as the first row" in PHYLIP
     records = []
