@@ -236,6 +236,7 @@ EXTREMES = [
         pool_rows=1,
         max_batch_cells=1,
         level_bytes=1,
+        host_level_bytes=1,
         local_batch_cells=1,
         retree_block=1,
         parttree_dense_pairs=1,

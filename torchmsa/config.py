@@ -289,12 +289,13 @@ class ExecutionPolicy(_Checked):
     ``host_cells`` (edges per thread × columns²), a lone edge up to ``host_edge_cells``
     columns², threaded above ``threaded_edge_cells``; a batch holds at most
     ``max_batch_cells`` DP cells; a batched progressive level is cut into parts that plan
-    at most ``level_bytes`` (and the budget). Accurate mode's stage-1 calls hold at most
-    ``local_batch_cells`` pairs times their ops width; re-treeing and the guide-tree checks
-    work in blocks of ``retree_block`` entries; PartTree counts blocks of
-    ``parttree_dense_pairs`` pairs densely and calls its pair counts ``parttree_pair_chunk``
-    pairs at a time; ``kmer_method`` picks the k-mer count kernel. ``threads`` caps numba's
-    and torch's CPU threads (``None``: leave them as they are).
+    at most ``level_bytes`` on a GPU, ``host_level_bytes`` on the CPU (and the budget).
+    Accurate mode's stage-1 calls hold at most ``local_batch_cells`` pairs times their ops
+    width; re-treeing and the guide-tree checks work in blocks of ``retree_block`` entries;
+    PartTree counts blocks of ``parttree_dense_pairs`` pairs densely and calls its pair
+    counts ``parttree_pair_chunk`` pairs at a time; ``kmer_method`` picks the k-mer count
+    kernel. ``threads`` caps numba's and torch's CPU threads (``None``: leave them as they
+    are).
     """
 
     host_job_cells: int = 1 << 25
@@ -311,6 +312,7 @@ class ExecutionPolicy(_Checked):
     threaded_edge_cells: int = 1 << 20
     max_batch_cells: int = field(default=1 << 29, metadata=_opt(check=_positive))
     level_bytes: int = field(default=4 << 30, metadata=_opt(check=_positive))
+    host_level_bytes: int = field(default=1 << 30, metadata=_opt(check=_positive))
     local_batch_cells: int = field(default=1 << 22, metadata=_opt(check=_positive))
     retree_block: int = field(default=1 << 24, metadata=_opt(check=_positive))
     parttree_dense_pairs: int = field(default=1 << 22, metadata=_opt(check=_positive))

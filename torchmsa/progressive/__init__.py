@@ -96,6 +96,7 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
     numba_ok = device.type == "cuda" or backend in ("auto", "cpu")
     pair_cap = policy.cpu_device_pair_cells if device.type == "cpu" else policy.cpu_pair_cells
     run = HostRun(st, policy, pair_cap)
+    level_cap = policy.level_bytes if device.type == "cuda" else policy.host_level_bytes
     pieces: dict[torch.device, list] = {}
     done, total = 0, forest.children.shape[0]
 
@@ -117,7 +118,7 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
             parts = (
                 [pairs]
                 if cons is not None
-                else split_level(st, pairs, device, budget, policy.level_bytes)
+                else split_level(st, pairs, device, budget, level_cap)
             )
             for part in parts:
                 kid_elems, elems, _ = align_level(
