@@ -135,8 +135,9 @@ class Nodes:
                 )
             new_prof = pool_tensor(size, torch.int32, device)
             new_both = pool_tensor((2 * (len(b_src) + bnds) + self.pool_rows,), torch.int64, device)
-            new_prof[: len(r_src)] = pool.prof[idx["r"]]
-            new_both[: len(b_src)] = pool.both[idx["b"]]
+            # gathered straight into the new buffers: no third copy of the live rows
+            torch.index_select(pool.prof, 0, idx["r"], out=new_prof[: len(r_src)])
+            torch.index_select(pool.both, 0, idx["b"], out=new_both[: len(b_src)])
             self.row[live] = excl(self.cols[live])
             self.bnd[live] = excl(self.cols[live] + 1)
             pool.prof, pool.both, pool.rows, pool.bnds = new_prof, new_both, len(r_src), len(b_src)
