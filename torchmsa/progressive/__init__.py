@@ -116,9 +116,7 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
         else:
             flush()
             parts = (
-                [pairs]
-                if cons is not None
-                else split_level(st, pairs, device, budget, level_cap)
+                [pairs] if cons is not None else split_level(st, pairs, device, budget, level_cap)
             )
             for part in parts:
                 kid_elems, elems, _ = align_level(
