@@ -125,13 +125,9 @@ def lcs_lengths(
     n, dev = codes.shape[0], codes.device
     if n == 0:
         return torch.zeros(0, 0, dtype=torch.int32, device=dev)
-    lens = lengths.to(torch.int64)
-    order = torch.argsort(lens, stable=True)
-    s_codes = codes[order].contiguous()
-    s_lens = lens[order].to(torch.int32).contiguous()
-    longest = int(s_lens[-1])
+    longest = int(lengths.max())
     n_words = max(1, -(-longest // 32))
-    n_codes = int(s_codes.max()) + 1
+    n_codes = int(codes.max()) + 1
     need = 4 * n_codes * n_words * n + 16 * n * n
     if budget is None and dev.type == "cuda":
         budget, _ = torch.cuda.mem_get_info(dev)
@@ -142,7 +138,7 @@ def lcs_lengths(
             budget,
             "use tree='upgma_mafft' or 'parttree', or fewer sequences",
         )
-    masks = _masks(s_codes, s_lens.long(), n_codes, n_words)
+    order, s_codes, s_lens, masks, n_words = sorted_masks(codes, lengths)
     low = torch.zeros(n, n, dtype=torch.int32, device=dev)
     block = block_a or (BLOCK_A if dev.type == "cuda" else INTERPRETER_BLOCK_A)
     grid = (n, triton.cdiv(n, block))

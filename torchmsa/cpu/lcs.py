@@ -20,7 +20,7 @@ from numba import njit, prange
 
 from torchmsa.errors import check_codes
 
-__all__ = ["lcs_lengths", "bit_masks", "pair_lcs", "host_inputs"]
+__all__ = ["lcs_lengths", "lcs_masks", "bit_masks", "pair_lcs", "host_inputs"]
 
 
 @njit(cache=True)
@@ -98,11 +98,17 @@ def lcs_lengths(codes, lengths) -> torch.Tensor:
     n = codes.shape[0]
     out = np.zeros((n, n), np.int32)
     if n:
-        longest = int(lengths.max())
-        n_codes = int(codes.max()) + 1 if codes.size else 1
-        masks = bit_masks(codes, lengths, n_codes, max(1, (longest + 63) // 64))
+        masks = lcs_masks(codes, lengths)
         _all_pairs(codes, lengths, masks, out, min(n, 8 * numba.get_num_threads()))
     return torch.from_numpy(out)
+
+
+def lcs_masks(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The bit masks of every sequence (``uint64 [N, codes, words]``) of checked host inputs
+    (:func:`host_inputs`), made once and read by every pair routine."""
+    longest = int(lengths.max()) if lengths.size else 0
+    n_codes = int(codes.max()) + 1 if codes.size else 1
+    return bit_masks(codes, lengths, n_codes, max(1, (longest + 63) // 64))
 
 
 def host_inputs(codes, lengths) -> tuple[np.ndarray, np.ndarray]:

@@ -9,16 +9,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from torchmsa.cpu.lcs import bit_masks, pair_lcs
+from torchmsa.cpu.lcs import pair_lcs
 
-__all__ = ["lcs_masks", "lcs_rows", "lcs_block"]
-
-
-def lcs_masks(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The bit masks of every sequence (``uint64 [N, codes, words]``), made once per tree."""
-    longest = int(lengths.max()) if lengths.size else 0
-    n_codes = int(codes.max()) + 1 if codes.size else 1
-    return bit_masks(codes, lengths, n_codes, max(1, (longest + 63) // 64))
+__all__ = ["lcs_rows", "lcs_block"]
 
 
 @njit(cache=True, parallel=True)

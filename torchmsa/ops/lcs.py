@@ -95,8 +95,8 @@ def lcs_single_linkage(
         def rows(r0, r1):
             return triton_lcs.lcs_rows(s_codes, s_lens, masks, n_words, r0, r1).cpu().numpy()
     else:
-        from torchmsa.cpu.lcs import host_inputs
-        from torchmsa.cpu.lcs_rows import lcs_masks, lcs_rows
+        from torchmsa.cpu.lcs import host_inputs, lcs_masks
+        from torchmsa.cpu.lcs_rows import lcs_rows
 
         host_codes, lens = host_inputs(codes, lengths)
         masks = lcs_masks(host_codes, lens)

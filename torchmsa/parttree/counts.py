@@ -18,11 +18,15 @@ from torchmsa.sequences import SequenceBatch
 __all__ = ["BatchCounts", "FnCounts", "LcsCounts", "distances", "lcs_distances"]
 
 
-class BatchCounts:
-    """Shared k-mer counts of a SequenceBatch: id lists kept on the counting device."""
+class _KmerDistances:
+    """Sources of shared k-mer counts turn them into :func:`distances`."""
 
     def distances(self, counts, sa, sb):
         return distances(counts, sa, sb)
+
+
+class BatchCounts(_KmerDistances):
+    """Shared k-mer counts of a SequenceBatch: id lists kept on the counting device."""
 
     def __init__(self, batch: SequenceBatch, k: int, backend: str, policy: ExecutionPolicy, budget):
         from torchmsa.ops.backend import resolve_backend
@@ -105,11 +109,8 @@ class BatchCounts:
         return out
 
 
-class FnCounts:
+class FnCounts(_KmerDistances):
     """Shared counts from a user function ``counts_fn(a_idx, b_idx) -> int [len(a), len(b)]``."""
-
-    def distances(self, counts, sa, sb):
-        return distances(counts, sa, sb)
 
     def __init__(self, fn: Callable, n: int | None, self_counts):
         self.fn = fn
@@ -148,8 +149,7 @@ class LcsCounts:
     ``self_counts`` are the lengths, ``distances`` FAMSA's ``indel / (indel + LCS)``."""
 
     def __init__(self, batch: SequenceBatch):
-        from torchmsa.cpu.lcs import host_inputs
-        from torchmsa.cpu.lcs_rows import lcs_masks
+        from torchmsa.cpu.lcs import host_inputs, lcs_masks
 
         self.codes, lens = host_inputs(batch.codes, batch.lengths)
         self.self_counts = lens.astype(np.int64)
