@@ -19,17 +19,21 @@ Timing (``--timing``): a synthetic family (a random root, 20% substitutions and 
 ``--n-add`` more are added with ``torchmsa.add`` twice (timed, with CUDA synchronised:
 ``add-timing-first`` pays what the process has not compiled or loaded yet, from the disk caches
 as found; ``add-timing-again`` is in-process warm), and the reference columns are checked to
-be unchanged. Then the same add as fresh processes (``add-process``): ``torchmsa align --add``
-with the caches the calls above filled, and ``mafft --add --thread T`` beside it (its
-reference rows checked the same way). ``--quick``: 50 + 200 sequences of 60 residues, for a
+be unchanged (``caches``: how full the compile caches were at the start, so a run after
+``torchmsa warmup`` shows it). Then the same add as fresh processes (``add-process``):
+``torchmsa align --add`` with the caches the calls above filled, and ``mafft --add --thread
+T`` beside it (its reference rows checked the same way; past ``--timeout`` it is killed and
+its row says so). ``--quick``: 50 + 200 sequences of 60 residues, for a
 CPU smoke run.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -81,10 +85,18 @@ def write_fasta(path: Path, names, rows) -> Path:
 
 
 def mafft(argv: list[str], out: Path, timeout) -> tuple[list[str], list[str], float]:
+    """``argv`` run to ``out``; past ``timeout`` seconds its whole process group is killed
+    (``mafft`` is a shell script: killing the script alone leaves its workers running)."""
     with Timer() as t, open(out, "w") as fh:
-        proc = subprocess.run(argv, stdout=fh, stderr=subprocess.PIPE, timeout=timeout)
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise PeerFailed(f"mafft did not finish in {timeout:g} s (killed)") from None
     if proc.returncode != 0:
-        raise PeerFailed(f"mafft exited with {proc.returncode}: {proc.stderr[-300:]!r}")
+        raise PeerFailed(f"mafft exited with {proc.returncode}: {err[-300:]!r}")
     names, rows = read_reference(out)
     return names, rows, t.seconds
 
@@ -200,6 +212,7 @@ def timing(args) -> None:
     import torchmsa
     from torchmsa.addmerge import add
 
+    caches = cache_state()
     n_ref, n_add, length = (50, 200, 60) if args.quick else (args.n_ref, args.n_add, args.length)
     fam = family(n_ref + n_add, length, 7, "s")
     names = list(fam)
@@ -223,8 +236,10 @@ def timing(args) -> None:
                 "s": t.seconds,
                 "width": out.width,
                 "reference_kept": same,
+                "caches": caches,
             }
         )
+        print(rows[-1], flush=True)
     rows += _process_timing(ref, new, n_ref, args)
     append_rows("add_merge", rows, run_metadata(args.device), args.out)
     print(markdown_table(rows))
@@ -268,7 +283,22 @@ def _process_timing(ref, new: dict, n_ref: int, args) -> list[dict]:
                 r.upper() for r in ref.rows
             ]
             out.append({**row, "s": seconds, "width": len(rows_[0]), "reference_kept": same})
+            print(out[-1], flush=True)
     return out
+
+
+def cache_state() -> str:
+    """How full the on-disk compile caches were when the timing started: the number of
+    entries in Triton's cache folder and of numba's index files (``*.nbi``)."""
+    root = os.environ.get("TORCHMSA_CACHE_DIR")
+    triton = os.environ.get("TRITON_CACHE_DIR") or (
+        os.path.join(root, "triton") if root else os.path.expanduser("~/.triton/cache")
+    )
+    numba = os.environ.get("NUMBA_CACHE_DIR") or (os.path.join(root, "numba") if root else "")
+    n_triton = len(os.listdir(triton)) if os.path.isdir(triton) else 0
+    n_numba = len(list(Path(numba).rglob("*.nbi"))) if numba and os.path.isdir(numba) else None
+    numba_text = "in the package folders" if n_numba is None else f"{n_numba} numba indexes"
+    return f"{n_triton} triton entries, {numba_text}"
 
 
 def main(argv=None) -> None:
