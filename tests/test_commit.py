@@ -90,3 +90,103 @@ def test_concurrent_posts_are_all_persisted(tmp_path, n):
         assert all(j["n_seqs"] == 2 for j in listed)
     finally:
         store.close()
+
+
+def test_a_burst_staged_over_passes_of_the_loop_is_one_write():
+    """Requests staged over consecutive passes of the event loop (as a burst's requests are
+    read) join the first write instead of waiting for the next."""
+    store = _Store()
+    values = [str(i) for i in range(25)]
+
+    async def later(commits, k, value):
+        for _ in range(k % 4):  # staged on the first, second, third or fourth pass
+            await asyncio.sleep(0)
+        return await commits.submit(value)
+
+    async def run():
+        commits = GroupCommit(store)
+        return await asyncio.gather(*(later(commits, k, v) for k, v in enumerate(values)))
+
+    assert asyncio.run(run()) == [f"info-{v}" for v in values]
+    assert [sorted(b, key=int) for b in store.batches] == [values]
+
+
+def test_the_workers_are_woken_once_per_write_that_queued_jobs():
+    calls = []
+
+    class _Queued(_Store):
+        def insert(self, staged):
+            return [_Info("done" if s.startswith("cached") else "queued") for s in staged]
+
+    class _Info:
+        def __init__(self, state):
+            self.state = state
+
+    async def run():
+        commits = GroupCommit(_Queued(), notify=lambda: calls.append(1))
+        await _submit_all(commits, [str(i) for i in range(10)])
+        assert calls == [1]
+        await commits.submit("cached-1")  # a job answered from the store queues nothing
+        assert calls == [1]
+        await commits.submit("new")
+        assert calls == [1, 1]
+
+    asyncio.run(run())
+
+
+def _posted(app, bodies, headers, params=None):
+    import httpx
+
+    async def run():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return [
+                await client.post("/jobs", content=b, headers=headers, params=params or {})
+                for b in bodies
+            ]
+
+    return asyncio.run(run())
+
+
+def test_the_direct_submit_path_answers_as_the_documented_route(tmp_path):
+    """ServiceApp sends POST /jobs straight to its handler; with that turned off the same
+    requests go through FastAPI's route: same statuses, same errors, same job fields."""
+    pytest.importorskip("fastapi")
+    from torchmsa.serve.app import ServiceApp, create_app
+    from torchmsa.serve.store import Store
+
+    bodies = [
+        b">a\nMKVLAAGHW\n>b\nMKVLGHW\n",
+        b">a\nMKV1LA\n>b\nMKVLA\n",  # a bad residue: 422
+        b"",  # empty: 422
+        "".join(f">s{i}\nMKV\n" for i in range(9)).encode(),  # over max_seqs: 413
+    ]
+    answers = []
+    for direct in (True, False):
+        store = Store.open(None, data_dir=tmp_path / str(direct))
+        try:
+            app = create_app(store, token="secret", max_seqs=8)
+            assert isinstance(app, ServiceApp) and app.direct_submit is not None
+            if not direct:
+                app.direct_submit = None
+            good = {"Authorization": "Bearer secret"}
+            got = _posted(app, bodies, good, {"mode": "fast"})
+            got += _posted(app, bodies[:1], {})  # no token: 401
+            got += _posted(app, bodies[:1], good, {"colour": "red"})  # unknown option: 422
+            answers.append(
+                [
+                    (
+                        r.status_code,
+                        r.headers.get("www-authenticate"),
+                        sorted(r.json()),
+                        r.json().get("error"),
+                        r.json().get("state"),
+                        r.headers.get("location", "").startswith("/jobs/"),
+                    )
+                    for r in got
+                ]
+            )
+        finally:
+            store.close()
+    assert answers[0] == answers[1]
+    assert [a[0] for a in answers[0]] == [201, 422, 422, 413, 401, 422]

@@ -23,7 +23,7 @@ __all__ = [
     "insert_ignore",
     "put_result",
     "get_result",
-    "touch_result",
+    "touch_results",
     "put_sequences",
     "get_sequences",
     "get_kmer_counts",
@@ -74,12 +74,20 @@ def put_result(conn, key: str, res: Result) -> None:
     )
 
 
-def touch_result(conn, key: str, now: float | None = None) -> bool:
-    """Record a use of the stored alignment of ``key``; whether there is one (one statement,
-    nothing read)."""
+def touch_results(conn, keys, now: float | None = None, chunk: int = 500) -> set[str]:
+    """Record a use of the stored alignments of ``keys``; the keys that have one (two
+    statements per ``chunk`` of keys)."""
     stamp = time.time() if now is None else now
-    done = conn.execute(update(results).where(results.c.job_key == key).values(last_used=stamp))
-    return done.rowcount > 0
+    keys = list(dict.fromkeys(keys))
+    found: set[str] = set()
+    for i in range(0, len(keys), chunk):
+        part = keys[i : i + chunk]
+        query = select(results.c.job_key).where(results.c.job_key.in_(part))
+        hits = [k for (k,) in conn.execute(query)]
+        if hits:
+            conn.execute(update(results).where(results.c.job_key.in_(hits)).values(last_used=stamp))
+        found.update(hits)
+    return found
 
 
 def get_result(conn, key: str, touch: bool = True) -> Result | None:

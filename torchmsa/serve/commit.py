@@ -4,7 +4,10 @@ written together by the next, in one transaction.
 Each request still gets its reply only after its job is persisted. At a steady rate every
 write holds one job and nothing waits longer than before; under a burst, a few writes hold
 them all, instead of each request queueing on SQLite's one write lock behind the others (and
-behind the workers' writes) for a transaction of its own.
+behind the workers' writes) for a transaction of its own. A write starts once a pass of the
+event loop has staged no more jobs, so a burst's requests that are already readable share
+the first write (its thread would otherwise compete with their parsing for the interpreter,
+and they would wait for a second write); the workers are woken once per write.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ __all__ = ["GroupCommit"]
 
 class GroupCommit:
     """Writes staged jobs (:meth:`~torchmsa.serve.store.Store.staged`) through
-    :meth:`~torchmsa.serve.store.Store.insert`, many at a time (see the module docstring).
+    :meth:`~torchmsa.serve.store.Store.insert`, many at a time (see the module docstring),
+    and calls ``notify`` (wakes the workers) once per write that queued any.
     One per application, used from its event loop."""
 
-    def __init__(self, store):
+    def __init__(self, store, notify=None):
         self.store = store
+        self.notify = notify  # called once after a write that queued jobs
         self._pending: list[tuple[object, asyncio.Future]] = []
         self._task: asyncio.Task | None = None
 
@@ -41,10 +46,21 @@ class GroupCommit:
     async def _drain(self) -> None:
         try:
             while self._pending:
+                await self._gathered()
                 batch, self._pending = self._pending, []
                 await self._write(batch)
         finally:
             self._task = None
+
+    async def _gathered(self) -> None:
+        """Yield to the event loop until a pass of it stages no more jobs: the requests of a
+        burst that are already readable join this write rather than wait for the next (the
+        write's thread would otherwise share the interpreter with their parsing). A lone
+        request waits one pass of the loop."""
+        seen = -1
+        while seen != len(self._pending):
+            seen = len(self._pending)
+            await asyncio.sleep(0)
 
     async def _write(self, batch) -> None:
         try:
@@ -56,6 +72,8 @@ class GroupCommit:
                 return
             _settle(batch[0][1], exc=exc)
             return
+        if self.notify is not None and any(info.state == "queued" for info in infos):
+            self.notify()
         for (_, done), info in zip(batch, infos):
             _settle(done, info)
 

@@ -180,17 +180,18 @@ class Store:
 
     def insert(self, staged: list[Staged]) -> list[JobInfo]:
         """Persist staged jobs in one short transaction (group commit: ``POST /jobs`` requests
-        that arrive together share it): each touches its stored alignment if there is one
-        (one ``UPDATE`` says whether it exists, and the job is then done at once) and is
-        inserted with its input. The :class:`JobInfo` are built from the rows written."""
+        that arrive together share it): the stored alignments of their keys are looked up
+        and touched together (a job whose alignment is stored is done at once), and the jobs
+        are inserted with their inputs. The :class:`JobInfo` are built from the rows written."""
         if not staged:
             return []
         with self.transaction() as conn:
             now = time.time()
+            stored = cache.touch_results(conn, [st.row["job_key"] for st in staged], now)
             rows = []
             for st in staged:
                 row = dict(st.row)
-                if cache.touch_result(conn, row["job_key"], now):
+                if row["job_key"] in stored:
                     row.update(
                         state="done",
                         started=now,
