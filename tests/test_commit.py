@@ -125,10 +125,13 @@ def test_the_workers_are_woken_once_per_write_that_queued_jobs():
     async def run():
         commits = GroupCommit(_Queued(), notify=lambda: calls.append(1))
         await _submit_all(commits, [str(i) for i in range(10)])
+        await asyncio.sleep(0)  # the wake-up is called after the replies
         assert calls == [1]
         await commits.submit("cached-1")  # a job answered from the store queues nothing
+        await asyncio.sleep(0)
         assert calls == [1]
         await commits.submit("new")
+        await asyncio.sleep(0)
         assert calls == [1, 1]
 
     asyncio.run(run())
@@ -190,3 +193,33 @@ def test_the_direct_submit_path_answers_as_the_documented_route(tmp_path):
             store.close()
     assert answers[0] == answers[1]
     assert [a[0] for a in answers[0]] == [201, 422, 422, 413, 401, 422]
+
+
+def test_a_primed_http_process_imports_nothing_to_check_a_submission(tmp_path):
+    """``prime`` (called by every HTTP process before it serves) loads what checking jobs
+    needs: the first burst a new process takes pays no imports (``import torchmsa`` is lazy,
+    and those imports took seconds)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+from torchmsa.serve.app import prime
+from torchmsa.serve.body import parse_options
+from torchmsa.serve.store import Store
+store = Store.open(None, data_dir={str(tmp_path)!r})
+prime(store)
+before = set(sys.modules)
+jobs = [(">a\\\\nMKVLAW\\\\n>b\\\\nMKVLGW\\\\n", "fast")]
+jobs.append((">a\\\\nACGTT\\\\n>b\\\\nACGAT\\\\n", "accurate"))
+for text, mode in jobs:
+    store.staged(text, parse_options([("mode", mode)]), "someone")
+heavy = ("torchmsa", "torch", "numba", "Bio")
+new = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in heavy)
+store.close()
+print(",".join(new))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = [m for m in done.stdout.strip().split(",") if m]
+    assert not imported, f"{len(imported)} modules imported while checking: {imported[:5]}"

@@ -45,7 +45,15 @@ from torchmsa.serve.jobs import JobNotDone, JobNotFound, LimitError
 from torchmsa.serve.limits import MAX_BYTES, MAX_SEQS
 from torchmsa.serve.page import docs_page, main_page
 
-__all__ = ["create_app", "ServiceApp", "MAX_BYTES", "MAX_SEQS", "RESULT_FORMATS", "owner_of"]
+__all__ = [
+    "create_app",
+    "prime",
+    "ServiceApp",
+    "MAX_BYTES",
+    "MAX_SEQS",
+    "RESULT_FORMATS",
+    "owner_of",
+]
 
 RESULT_FORMATS = {
     "fasta": "fasta",
@@ -88,6 +96,14 @@ def _job_json(info) -> dict:
     out = {f.name: getattr(info, f.name) for f in dataclasses.fields(info) if f.name != "owner"}
     out["url"] = f"/jobs/{info.id}"
     return out
+
+
+def prime(store) -> None:
+    """Load what checking a submission needs (the configuration, alphabet and scoring
+    modules) by checking two tiny jobs, writing nothing: a new HTTP process's first requests
+    then pay no imports (seconds, since ``import torchmsa`` is lazy)."""
+    for fasta in (">a\nMKVLA\n>b\nMKVLG\n", ">a\nACGTA\n>b\nACGAA\n"):
+        store.staged(fasta, {}, "anonymous")
 
 
 class ServiceApp(FastAPI):

@@ -72,10 +72,11 @@ class GroupCommit:
                 return
             _settle(batch[0][1], exc=exc)
             return
-        if self.notify is not None and any(info.state == "queued" for info in infos):
-            self.notify()
         for (_, done), info in zip(batch, infos):
             _settle(done, info)
+        if self.notify is not None and any(info.state == "queued" for info in infos):
+            # after the replies: the requests' handlers resume (and answer) first
+            asyncio.get_running_loop().call_soon(self.notify)
 
 
 def _settle(done: asyncio.Future, info=None, exc: BaseException | None = None) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 import uvicorn
 
-from torchmsa.serve.app import create_app
+from torchmsa.serve.app import create_app, prime
 from torchmsa.serve.limits import MAX_BYTES, MAX_SEQS
 from torchmsa.serve.procs import WorkerProcesses
 
@@ -109,6 +109,7 @@ def _setup(
         workers=pool.describe,
         notify=pool.notify,
     )
+    prime(store)
     sock = _bind(host, port)
     return _Server(_config(app, log_level)), pool, sock
 
@@ -136,6 +137,7 @@ def _http_main(sock, store_spec: dict, app_opts: dict, wakes, health, log_level:
                 return [{"error": "worker status unavailable"}]
 
         app = create_app(store, workers=workers, notify=notify, **app_opts)
+        prime(store)
         _Server(_config(app, log_level)).run(sockets=[sock])
     finally:
         store.close()
