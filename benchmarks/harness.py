@@ -212,9 +212,9 @@ def run_metadata(device: str | None = None, argv: Sequence[str] | None = None) -
         run, and by the shards of one run when they are given one ``$TORCHMSA_RUN``), ``date`` (UTC,
         ISO 8601), ``device`` (GPU name, or CPU model and core count), ``cpu`` (where
         numba and command-line peers run), ``commit`` (short hash, ``-dirty`` when tracked
-        files differ; ``$TORCHMSA_COMMIT`` wins, for copies of the tree with stale git
-        metadata), versions of ``torch``, ``triton``, ``numba``, ``numpy`` and ``python``,
-        and ``command``.
+        files other than ``benchmarks/results/`` differ; ``$TORCHMSA_COMMIT`` wins, for copies
+        of the tree with stale git metadata), versions of ``torch``, ``triton``, ``numba``,
+        ``numpy`` and ``python``, and ``command``.
     """
     cpu = f"{_cpu_name()} ({os.cpu_count()} cores)"
     name = cpu
@@ -230,7 +230,8 @@ def run_metadata(device: str | None = None, argv: Sequence[str] | None = None) -
     commit = os.environ.get("TORCHMSA_COMMIT", "")
     if not commit:
         commit = _git("rev-parse", "--short", "HEAD") or "unknown"
-        if _git("status", "--porcelain", "--untracked-files=no"):
+        # the results files are this harness's output: appending to them leaves the code clean
+        if _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"):
             commit += "-dirty"
     now = datetime.datetime.now(datetime.timezone.utc)
     return {
