@@ -312,7 +312,7 @@ class ExecutionPolicy(_Checked):
     threaded_edge_cells: int = 1 << 20
     max_batch_cells: int = field(default=1 << 29, metadata=_opt(check=_positive))
     level_bytes: int = field(default=4 << 30, metadata=_opt(check=_positive))
-    host_level_bytes: int = field(default=1 << 30, metadata=_opt(check=_positive))
+    host_level_bytes: int = field(default=1 << 28, metadata=_opt(check=_positive))
     local_batch_cells: int = field(default=1 << 22, metadata=_opt(check=_positive))
     retree_block: int = field(default=1 << 24, metadata=_opt(check=_positive))
     parttree_dense_pairs: int = field(default=1 << 22, metadata=_opt(check=_positive))
