@@ -110,10 +110,9 @@ class ServiceApp(FastAPI):
     """The application: FastAPI, except that ``POST /jobs`` goes straight to its handler.
 
     The busiest route under a burst of submissions skips FastAPI's routing and request
-    wrapping (about half of a small submission's cost on the event loop); its responses and
-    errors are the same (the handler is the documented route's, and an exception goes to the
-    application's exception handlers). Every other request, and the OpenAPI description,
-    are FastAPI's."""
+    wrapping (decision 0043). Its responses and errors are the same: the handler is the
+    documented route's, and an exception goes to the application's exception handlers.
+    Every other request, and the OpenAPI description, are FastAPI's."""
 
     direct_submit = None  # set by :func:`create_app`: ``async (Request) -> Response``
 
