@@ -33,7 +33,8 @@ def column_scores(prof_a, prof_b, matrix, wa, wb, occ_shift):
     db = occupancy_divisors(prof_b, wb, occ_shift)
     if _nonzeros(prof_a) <= _nonzeros(prof_b):
         return _sparse_rows(prof_a, prof_b, matrix, da, db)
-    return _sparse_rows(prof_b, prof_a, matrix.T, db, da).T.copy()
+    # a C-ordered transpose: one compiled layout of _sparse_rows and _row_terms, not two
+    return _sparse_rows(prof_b, prof_a, matrix.T.copy(), db, da).T.copy()
 
 
 @njit(cache=True, parallel=True)
