@@ -8,11 +8,23 @@
 On the command line: ``torchmsa view ALN [-o out.html|out.png] ...`` (:mod:`torchmsa.view.cli`).
 """
 
-from torchmsa.view.cli import add_parser, run
-from torchmsa.view.colors import SCHEMES
-from torchmsa.view.html import repr_html, to_html
-from torchmsa.view.model import LoadedAlignment, load, parse_region, parse_rows
-from torchmsa.view.png import to_png
+import importlib
+from typing import TYPE_CHECKING
+
+# each name from its module on first use: building the command line's parser (which reads
+# ``view``'s options) then imports neither torch nor the page and image code
+_WHERE = {
+    "SCHEMES": "colors",
+    "LoadedAlignment": "model",
+    "add_parser": "cli",
+    "load": "model",
+    "parse_region": "model",
+    "parse_rows": "model",
+    "repr_html": "html",
+    "run": "cli",
+    "to_html": "html",
+    "to_png": "png",
+}
 
 __all__ = [
     "SCHEMES",
@@ -26,3 +38,22 @@ __all__ = [
     "to_html",
     "to_png",
 ]
+
+if TYPE_CHECKING:
+    from torchmsa.view.cli import add_parser, run
+    from torchmsa.view.colors import SCHEMES
+    from torchmsa.view.html import repr_html, to_html
+    from torchmsa.view.model import LoadedAlignment, load, parse_region, parse_rows
+    from torchmsa.view.png import to_png
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'torchmsa.view' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"torchmsa.view.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

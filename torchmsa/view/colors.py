@@ -28,11 +28,14 @@ For DNA and RNA, ``clustal``, ``zappo`` and ``hydrophobicity`` colour the four b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from torchmsa.errors import ArgumentError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "SCHEMES",
