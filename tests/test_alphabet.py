@@ -106,6 +106,11 @@ def test_encode_refuses_non_strings():
         encode(None, PROTEIN, "x")
 
 
+def test_detection_names_an_item_that_is_not_a_string():
+    with pytest.raises(ArgumentError, match=r"'seqs\[1\]' \(#2\) is a int, not a string"):
+        detect_seqtype(["ACGT", 3])
+
+
 @pytest.mark.parametrize(
     "seqs, expected",
     [

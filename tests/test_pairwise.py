@@ -282,3 +282,20 @@ def test_path_score_of_the_optimal_path_is_the_dp_score():
         other = rng.permutation([0] * min(n, m) + [1] * (n - min(n, m)) + [2] * (m - min(n, m)))
         other = other.astype(np.uint8)
         assert path_score(S, oa, ca, ob, cb, ra, rb, ext, other, len(other)) <= score
+
+
+@pytest.mark.parametrize("seqtype", ["auto", "protein"])
+@pytest.mark.parametrize(
+    "a, b, named",
+    [
+        (["MKV", 5], ["MKV", "MKA"], "'a[1]' (#2) is a int"),
+        ([b"MKV"], ["MKV"], "'a[0]' (#1) is a bytes"),
+        (["MKV"], [None], "'b[0]' (#1) is a NoneType"),
+    ],
+)
+def test_pairwise_align_names_an_item_that_is_not_a_string(a, b, named, seqtype):
+    """Also when the alphabet is detected: a torchmsa error naming the item, not Python's
+    TypeError from joining the texts."""
+    with pytest.raises(ArgumentError, match="not a string") as exc:
+        torchmsa.pairwise_align(a, b, seqtype=seqtype)
+    assert named in str(exc.value)

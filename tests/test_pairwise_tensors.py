@@ -330,7 +330,7 @@ def test_tensor_arguments_are_checked():
         torchmsa.pairwise_scores(ca, la, cb, lb, seqtype="amino")
     with pytest.raises(ArgumentError, match="one string"):
         torchmsa.encode_sequences("ACD")
-    with pytest.raises(ArgumentError, match=r"`seqs\[1\]` is a int"):
+    with pytest.raises(ArgumentError, match=r"'seqs\[1\]' \(#2\) is a int"):
         torchmsa.encode_sequences(["ACD", 7])
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "get_alphabet",
     "resolve_alphabet",
     "detect_seqtype",
+    "require_strings",
     "encode",
     "encode_batch",
 ]
@@ -174,7 +175,11 @@ def detect_seqtype(seqs: list[str]) -> Alphabet:
     Returns:
         :data:`PROTEIN`, :data:`DNA` or :data:`RNA`.
     """
-    text = "".join(seqs).upper().encode("ascii", "replace")
+    try:
+        text = "".join(seqs).upper().encode("ascii", "replace")
+    except TypeError:
+        require_strings(seqs, "seqs")
+        raise
     hist = np.bincount(np.frombuffer(text, dtype=np.uint8), minlength=256)
     letters = {chr(c): int(hist[c]) for c in np.flatnonzero(hist) if chr(c) not in GAP_CHARS}
     total = sum(letters.values())
@@ -184,6 +189,17 @@ def detect_seqtype(seqs: list[str]) -> Alphabet:
     if core < 0.9 * total:
         return PROTEIN
     return RNA if "U" in letters and "T" not in letters else DNA
+
+
+def require_strings(seqs, label: str) -> None:
+    """Raise :class:`~torchmsa.errors.ArgumentError` naming the first item of ``seqs`` that is
+    not a ``str`` (as ``label[k]``, with its 1-based number), as :func:`encode` names one."""
+    for k, seq in enumerate(seqs):
+        if not isinstance(seq, str):
+            raise ArgumentError(
+                f"sequence '{label}[{k}]' (#{k + 1}) is a {type(seq).__name__}, not a string; "
+                f"pass its text (str(seq) for a Bio.Seq)"
+            )
 
 
 def encode(seq: str, alphabet: Alphabet, name: str = "", index: int = 0) -> tuple[np.ndarray, str]:

@@ -15,7 +15,13 @@ import numpy as np
 import torch
 
 from torchmsa import constants
-from torchmsa.alphabet import Alphabet, detect_seqtype, encode_batch, get_alphabet
+from torchmsa.alphabet import (
+    Alphabet,
+    detect_seqtype,
+    encode_batch,
+    get_alphabet,
+    require_strings,
+)
 from torchmsa.config import MemoryBudget
 from torchmsa.cpu import dp as cpu_dp
 from torchmsa.errors import ArgumentError
@@ -232,12 +238,7 @@ def encode_sequences(
     if isinstance(seqs, (str, bytes)):
         raise ArgumentError("`seqs` is one string; pass a list of sequences ([seq] for one)")
     seqs = list(seqs)
-    for k, seq in enumerate(seqs):
-        if not isinstance(seq, str):
-            raise ArgumentError(
-                f"`seqs[{k}]` is a {type(seq).__name__}, not a string; pass its text (str(seq) "
-                f"for a Bio.Seq)"
-            )
+    require_strings(seqs, "seqs")
     auto = isinstance(seqtype, str) and seqtype.strip().lower() == "auto"
     alphabet = detect_seqtype(seqs) if auto else get_alphabet(seqtype)
     codes, lengths, _ = _encode(seqs, alphabet, "seqs")
@@ -521,6 +522,8 @@ def pairwise_align(
     _check_mode(mode)
     if not seqs_a:
         return []
+    require_strings(seqs_a, "a")
+    require_strings(seqs_b, "b")
     alphabet = detect_seqtype(seqs_a + seqs_b) if seqtype == "auto" else get_alphabet(seqtype)
     scoring = get_scoring(alphabet, matrix, gap_open, gap_extend)
     dev = resolve_device(device)
