@@ -289,15 +289,15 @@ def _process_timing(ref, new: dict, n_ref: int, args) -> list[dict]:
 
 def cache_state() -> str:
     """How full the on-disk compile caches were when the timing started: the number of
-    entries in Triton's cache folder and of numba's index files (``*.nbi``)."""
-    root = os.environ.get("TORCHMSA_CACHE_DIR")
-    triton = os.environ.get("TRITON_CACHE_DIR") or (
-        os.path.join(root, "triton") if root else os.path.expanduser("~/.triton/cache")
-    )
-    numba = os.environ.get("NUMBA_CACHE_DIR") or (os.path.join(root, "numba") if root else "")
+    entries in Triton's cache folder and of numba's index files (``*.nbi``). Called after
+    ``import torchmsa``, which has set both folders' variables from ``TORCHMSA_CACHE_DIR``."""
+    import torchmsa  # noqa: F401  (torchmsa.runtime: the cache folders)
+
+    triton = os.environ.get("TRITON_CACHE_DIR") or os.path.expanduser("~/.triton/cache")
+    numba = os.environ.get("NUMBA_CACHE_DIR", "")
     n_triton = len(os.listdir(triton)) if os.path.isdir(triton) else 0
-    n_numba = len(list(Path(numba).rglob("*.nbi"))) if numba and os.path.isdir(numba) else None
-    numba_text = "in the package folders" if n_numba is None else f"{n_numba} numba indexes"
+    n_numba = len(list(Path(numba).rglob("*.nbi"))) if os.path.isdir(numba) else 0
+    numba_text = f"{n_numba} numba indexes" if numba else "numba's in the package folders"
     return f"{n_triton} triton entries, {numba_text}"
 
 

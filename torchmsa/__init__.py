@@ -86,7 +86,6 @@ _LAZY = {
     "SequenceBatch": "torchmsa.sequences",
     "Tree": "torchmsa.tree",
 }
-_MODULES = {"data", "errors", "features", "metrics", "templates"}
 
 
 def __getattr__(name: str):
@@ -96,7 +95,7 @@ def __getattr__(name: str):
     import importlib
 
     loaded = importlib.import_module(module)
-    value = loaded if name in _MODULES else getattr(loaded, name)
+    value = loaded if module == f"torchmsa.{name}" else getattr(loaded, name)  # a submodule
     globals()[name] = value
     return value
 

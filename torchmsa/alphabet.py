@@ -196,10 +196,14 @@ def require_strings(seqs, label: str) -> None:
     not a ``str`` (as ``label[k]``, with its 1-based number), as :func:`encode` names one."""
     for k, seq in enumerate(seqs):
         if not isinstance(seq, str):
-            raise ArgumentError(
-                f"sequence '{label}[{k}]' (#{k + 1}) is a {type(seq).__name__}, not a string; "
-                f"pass its text (str(seq) for a Bio.Seq)"
-            )
+            raise _not_a_string(seq, f"{label}[{k}]", k)
+
+
+def _not_a_string(seq, name: str, index: int) -> ArgumentError:
+    return ArgumentError(
+        f"sequence {name!r} (#{index + 1}) is a {type(seq).__name__}, not a string; pass its "
+        f"text (str(seq) for a Bio.Seq)"
+    )
 
 
 def encode(seq: str, alphabet: Alphabet, name: str = "", index: int = 0) -> tuple[np.ndarray, str]:
@@ -221,10 +225,7 @@ def encode(seq: str, alphabet: Alphabet, name: str = "", index: int = 0) -> tupl
         ArgumentError: ``seq`` is not a ``str``.
     """
     if not isinstance(seq, str):
-        raise ArgumentError(
-            f"sequence {name!r} (#{index + 1}) is a {type(seq).__name__}, not a string; pass its "
-            f"text (str(seq) for a Bio.Seq)"
-        )
+        raise _not_a_string(seq, name, index)
     # each non-ASCII character becomes one '?' (invalid), so byte i is still character i
     raw = np.frombuffer(seq.encode("ascii", "replace"), dtype=np.uint8)
     codes = alphabet.lookup[raw]

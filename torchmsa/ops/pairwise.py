@@ -237,8 +237,7 @@ def encode_sequences(
     """
     if isinstance(seqs, (str, bytes)):
         raise ArgumentError("`seqs` is one string; pass a list of sequences ([seq] for one)")
-    seqs = list(seqs)
-    require_strings(seqs, "seqs")
+    seqs = list(seqs)  # an item not a string: named by the detection, else by the encoding
     auto = isinstance(seqtype, str) and seqtype.strip().lower() == "auto"
     alphabet = detect_seqtype(seqs) if auto else get_alphabet(seqtype)
     codes, lengths, _ = _encode(seqs, alphabet, "seqs")
@@ -522,9 +521,12 @@ def pairwise_align(
     _check_mode(mode)
     if not seqs_a:
         return []
-    require_strings(seqs_a, "a")
-    require_strings(seqs_b, "b")
-    alphabet = detect_seqtype(seqs_a + seqs_b) if seqtype == "auto" else get_alphabet(seqtype)
+    if seqtype == "auto":  # named a[k] / b[k] here; the encoding names them otherwise
+        require_strings(seqs_a, "a")
+        require_strings(seqs_b, "b")
+        alphabet = detect_seqtype(seqs_a + seqs_b)
+    else:
+        alphabet = get_alphabet(seqtype)
     scoring = get_scoring(alphabet, matrix, gap_open, gap_extend)
     dev = resolve_device(device)
     ca, la, res_a = _encode(seqs_a, alphabet, "a")
