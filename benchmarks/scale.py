@@ -8,8 +8,12 @@ process: wall time includes the interpreter, imports and compilation. Peak RSS i
 runs the CLI's ``main`` and then reports it. FAMSA runs through pyfamsa in a child
 (``famsa``: defaults; ``famsa-medoid``: ``tree_heuristic="medoid"``, FAMSA 2's
 ``-medoidtree``), Kalign as its binary. SP/TC count the root's columns (``core.txt``).
+``mafft`` (its default, FFT-NS-2) can be added with ``--tools``; long sequences take
+``--indels`` to evolve more than one indel per root-to-leaf path (issue #38's long MSAs).
 
     python -m benchmarks.scale --sizes 10000,30000,100000 --device cuda --threads 16
+    python -m benchmarks.scale --sizes 2 --length 30000 --indels 300 --mode default \
+        --tools torchmsa,famsa,mafft --device cpu --threads 2
 """
 
 from __future__ import annotations
@@ -30,20 +34,26 @@ from benchmarks.harness import append_rows, markdown_table, run_metadata
 TOOLS = ("torchmsa", "famsa", "famsa-medoid", "kalign")
 
 
-def family_files(n: int, length: int, seed: int, data: Path) -> dict[str, Path]:
-    """The evolved family's files, generated once per (n, length, seed)."""
-    out = data / f"evolve-n{n}-l{length}-s{seed}"
+def family_files(
+    n: int, length: int, seed: int, data: Path, indels: float = 1.0
+) -> dict[str, Path]:
+    """The evolved family's files, generated once per (n, length, seed, indels)."""
+    name = f"evolve-n{n}-l{length}-s{seed}" + ("" if indels == 1.0 else f"-i{indels:g}")
+    out = data / name
     paths = {"input": out / "fam.fasta.gz", "ref": out / "ref.fasta.gz", "core": out / "core.txt"}
     if not all(p.exists() for p in paths.values()):
-        write(evolve(EvolveSpec(n=n, length=length, seed=seed)), out)
+        write(evolve(EvolveSpec(n=n, length=length, seed=seed, indels=indels)), out)
     return paths
 
 
 def _child_argv(tool: str, inp: Path, out: Path, args, report: Path) -> list[str]:
-    if tool == "kalign":
-        exe = shutil.which("kalign")
+    if tool in ("kalign", "mafft"):
+        exe = shutil.which(tool)
         if exe is None:
-            raise FileNotFoundError("kalign is not on PATH")
+            raise FileNotFoundError(f"{tool} is not on PATH")
+        if tool == "mafft":  # its default (FFT-NS-2); it reads no gzip and writes to stdout
+            script = 'gzip -dc "$1" > "$2.in" && "$0" --thread "$3" "$2.in" > "$2"'
+            return ["bash", "-c", script, exe, str(inp), str(out), str(args.threads)]
         return [exe, "-i", str(inp), "-o", str(out), "-n", str(args.threads)]
     head = [sys.executable, "-m", "benchmarks.scale", "--child", tool, "--report", str(report)]
     return head + ["--threads", str(args.threads), "--device", args.device, "--mode", args.mode,
@@ -117,6 +127,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tools", default=",".join(TOOLS))
     ap.add_argument("--length", type=int, default=250)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--indels", type=float, default=1.0, help="indels per root-to-leaf path")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--mode", default="auto")
@@ -134,7 +145,7 @@ def main(argv=None) -> int:
     rows = []
     for n in [int(x) for x in args.sizes.split(",")]:
         t0 = time.perf_counter()
-        files = family_files(n, args.length, args.seed, args.data)
+        files = family_files(n, args.length, args.seed, args.data, args.indels)
         made = time.perf_counter() - t0
         for tool in args.tools.split(","):
             with tempfile.TemporaryDirectory() as tmp:
@@ -156,6 +167,7 @@ def main(argv=None) -> int:
                 "peak_rss_gib": round(rss / 2**30, 3),
                 "peak_gpu_gib": None if peak is None else round(peak / 2**30, 3),
                 "sp": sp, "tc": tc, "length": args.length, "seed": args.seed,
+                "indels": args.indels,
                 "generate_s": round(made, 2), "error": "" if status == "ok" else last[-300:],
             })  # fmt: skip
             print(markdown_table(rows[-1:]), flush=True)

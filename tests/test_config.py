@@ -214,11 +214,12 @@ def test_config_fields_change_the_alignment_they_name():
 
 
 EXTREMES = [
-    # everything in numba on the host, nothing batched
+    # everything in numba on the host, nothing batched, every pair in linear space
     ExecutionPolicy(
         cpu_level_cells=1 << 62,
         cpu_pair_cells=1 << 62,
         lone_pair_cells=1,
+        linear_pair_cells=0,
         host_cells=1 << 62,
         host_edge_cells=1 << 62,
         threaded_edge_cells=1,
@@ -230,6 +231,7 @@ EXTREMES = [
         cpu_pair_cells=-1,
         cpu_device_pair_cells=-1,
         lone_pair_cells=1 << 62,
+        linear_pair_cells=1 << 62,
         host_cells=-1,
         host_edge_cells=-1,
         run_rows=1,

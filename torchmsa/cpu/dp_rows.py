@@ -124,33 +124,72 @@ def _row_e(t, e, u, h0, m, ext, o_i, c_i, rb, mode, scan_ok):
 def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode, trace):
     """As ``dp.fill_scalar``: direction bits into ``trace [n+1, m+1]``, returns (score, i, j)."""
     hp = np.empty(m + 1, np.int32)
-    hn = np.empty(m + 1, np.int32)
     f = np.full(m + 1, NEG, np.int32)
+    first_row(hp, m, open_a, close_a, res_b, ext, mode)
+    best, bi, bj = NEG, 0, 0
+    if mode == LOCAL:
+        best = 0
+    costs = (open_a, close_a, open_b, close_b, res_a, res_b)
+    best, bi, bj = fill_block(1, n, m, S, 0, costs, ext, mode, hp, f, trace, 0, True, best, bi, bj)
+    return last_row_end(hp, n, m, mode, best, bi, bj)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def last_row_end(hp, n, m, mode, best, bi, bj):
+    """``(score, end_i, end_j)`` once ``hp`` holds row ``n``: the corner in global mode, the
+    first maximum of the last column (``best`` so far) then of the last row in semiglobal
+    mode, ``best`` itself in local mode."""
+    if mode == GLOBAL:
+        best, bi, bj = hp[m], n, m
+    elif mode == SEMIGLOBAL:
+        for j in range(m + 1):
+            if hp[j] > best:
+                best, bi, bj = hp[j], n, j
+    return np.int64(best), np.int64(bi), np.int64(bj)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def first_row(hp, m, open_a, close_a, res_b, ext, mode):
+    """Row 0 of H into ``hp[0 .. m]`` (the boundary of ``dp.fill_scalar``)."""
+    hp[0] = 0
+    for j in range(1, m + 1):
+        if mode == GLOBAL:
+            lead = facing(open_a[0], res_b[1]) + facing(close_a[0], res_b[j])
+            hp[j] = -(lead + (j - 1) * ext)
+        else:
+            hp[j] = 0
+
+
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+def fill_block(i_lo, i_hi, m, S, s0, costs, ext, mode, hp, f, trace, t0, keep, best, bi, bj):
+    """Rows ``i_lo .. i_hi`` of :func:`fill_rows`, columns ``0 .. m``, from row ``i_lo - 1``.
+
+    ``hp``, ``f``: H and F of row ``i_lo - 1`` (``int32 [>= m + 1]``), left holding row
+    ``i_hi``'s. Row i reads the scores ``S[i - 1 - s0]`` and, when ``keep``, writes its
+    direction bits to ``trace[i - t0]``. ``costs``: ``(open_a, close_a, open_b, close_b,
+    res_a, res_b)``. ``best, bi, bj``: the local or semiglobal maximum so far, returned
+    updated (``fill_rows``' rules). Columns past ``m`` are not read: the first ``m`` columns
+    of a row depend on nothing to their right, so a prefix of the columns gives the same
+    cells (the linear-space traceback's recomputations).
+    """
+    open_a, close_a, open_b, close_b, res_a, res_b = costs
+    hn = np.empty(m + 1, np.int32)
     t = np.empty(m + 1, np.int32)
     e = np.empty(m + 1, np.int32)
     u = np.empty(m + 1, np.int32)
     bits = np.empty(m + 1, np.uint8)
-    rb = res_b.astype(np.int32)
+    rb = res_b[: m + 1].astype(np.int32)
     # gaps in b face a's row i: each row scales these by res_a[i] where they are used
-    ob = open_b.astype(np.int32)
-    cb = close_b.astype(np.int32)
+    ob = open_b[: m + 1].astype(np.int32)
+    cb = close_b[: m + 1].astype(np.int32)
     ext = np.int32(ext)
     zero = np.int32(0)
-    hp[0] = 0
-    for j in range(1, m + 1):
-        if mode == GLOBAL:
-            lead = facing(open_a[0], rb[1]) + facing(close_a[0], rb[j])
-            hp[j] = -(lead + (j - 1) * ext)
-        else:
-            hp[j] = 0
-    best, bi, bj = NEG, 0, 0
-    if mode == LOCAL:
-        best = 0
     scan_ok = m * int(ext) < SCAN_LIMIT
-    for i in range(1, n + 1):
-        if mode == SEMIGLOBAL and hp[m] > best:
-            best, bi, bj = hp[m], i - 1, m
-        srow = S[i - 1]
+    cur, nxt = hp, hn
+    for i in range(i_lo, i_hi + 1):
+        if mode == SEMIGLOBAL and cur[m] > best:
+            best, bi, bj = cur[m], i - 1, m
+        srow = S[i - 1 - s0]
         ra = np.int32(res_a[i])
         o_i = np.int32(open_a[i])
         c_i = np.int32(close_a[i])
@@ -160,15 +199,15 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode
         # F and T = max(diag, up), elementwise.
         for j in range(1, m + 1):
             f_ext = f[j] - ext
-            f_open = hp[j] - facing(ob[j], ra)
+            f_open = cur[j] - facing(ob[j], ra)
             fv = max(f_ext, f_open)
             f[j] = fv
-            d = hp[j - 1] + srow[j - 1]
+            d = cur[j - 1] + srow[j - 1]
             fc = fv - facing(cb[j], ra)
             up = fc > d
             t[j] = fc if up else d
             bits[j] = (F_EXT if f_ext >= f_open else 0) | (H_UP if up else 0)
-        hn[0] = h0
+        nxt[0] = h0
         _row_e(t, e, u, h0, m, ext, o_i, c_i, rb, mode, scan_ok)
         rowmax = np.int32(NEG)
         for j in range(1, m + 1):
@@ -183,27 +222,25 @@ def fill_rows(n, m, S, open_a, close_a, open_b, close_b, res_a, res_b, ext, mode
                 stop = h <= 0
                 h = zero if stop else h
                 b = (b | H_STOP) if stop else b
-            hn[j] = h
+            nxt[j] = h
             bits[j] = b
             rowmax = max(rowmax, h)
-        e[0] = NEG
-        for j in range(1, m + 1):
-            e_ext = e[j - 1] - ext
-            e_open = hn[j - 1] - facing(o_i, rb[j])
-            trace[i, j] = bits[j] | (E_EXT if e_ext >= e_open else 0)
+        if keep:
+            e[0] = NEG
+            row = trace[i - t0]
+            for j in range(1, m + 1):
+                e_ext = e[j - 1] - ext
+                e_open = nxt[j - 1] - facing(o_i, rb[j])
+                row[j] = bits[j] | (E_EXT if e_ext >= e_open else 0)
         if mode == LOCAL and rowmax > best:
             for j in range(1, m + 1):
-                if hn[j] == rowmax:
+                if nxt[j] == rowmax:
                     best, bi, bj = rowmax, i, j
                     break
-        hp, hn = hn, hp
-    if mode == GLOBAL:
-        best, bi, bj = hp[m], n, m
-    elif mode == SEMIGLOBAL:
-        for j in range(m + 1):
-            if hp[j] > best:
-                best, bi, bj = hp[j], n, j
-    return np.int64(best), np.int64(bi), np.int64(bj)
+        cur, nxt = nxt, cur
+    if (i_hi - i_lo + 1) % 2 == 1 and i_hi >= i_lo:  # the last row is in hn
+        hp[: m + 1] = hn[: m + 1]
+    return best, bi, bj
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
@@ -254,10 +291,4 @@ def pair_score_rows(a, n, b, m, mat, go, ge, mode):
                     best, bi, bj = rowmax, i, j
                     break
         hp, hn = hn, hp
-    if mode == GLOBAL:
-        best, bi, bj = hp[m], n, m
-    elif mode == SEMIGLOBAL:
-        for j in range(m + 1):
-            if hp[j] > best:
-                best, bi, bj = hp[j], n, j
-    return np.int64(best), np.int64(bi), np.int64(bj)
+    return last_row_end(hp, n, m, mode, best, bi, bj)

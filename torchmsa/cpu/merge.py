@@ -16,6 +16,7 @@ from numba import njit, prange
 
 from torchmsa.constants import GLOBAL
 from torchmsa.cpu.dp import profile_align_one
+from torchmsa.cpu.dp_profile_linear import block_rows, profile_align_linear
 from torchmsa.cpu.rules.boundary_weights import merged_boundaries
 from torchmsa.cpu.rules.column_scores import column_scores, column_scores_threaded
 from torchmsa.cpu.rules.consistency_tile import add_tile
@@ -120,6 +121,21 @@ def _pair_dp(q, pairs, kids, S, ops, cols, weights, gap_open, ext, t_num, t_den,
     return profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, np.int64(GLOBAL), ops)[1]
 
 
+@njit(cache=True, nogil=True)
+def _pair_dp_linear(q, pairs, kids, matrix, ops, cols, weights, gap_open, ext, t_num, t_den, occ):
+    """:func:`_pair_dp` in linear space (``cpu/dp_profile_linear.py``: no column-score
+    matrix, the same ops), for pairs of more than ``linear_cells`` cells outside accurate
+    mode. Returns the alignment's width."""
+    prof_a, both_a, prof_b, both_b = kids
+    a, b = pairs[q, 0], pairs[q, 1]
+    n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
+    oa, ca = gap_costs(both_a, wa, gap_open, t_num, t_den, occ)
+    ob, cb = gap_costs(both_b, wb, gap_open, t_num, t_den, occ)
+    costs = (oa, ca, ob, cb, residue_factors(prof_a, wa, occ), residue_factors(prof_b, wb, occ))
+    rows = block_rows(n, m)
+    return profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ, costs, ext, rows, ops)[1]
+
+
 def _merge_nodes(
     pairs,
     level_start,
@@ -149,6 +165,7 @@ def _merge_nodes(
     node_of_seq,
     threads,
     lone_cells,
+    linear_cells,
 ):
     """:func:`merge_nodes`' body, compiled as a parallel function and as its one-thread twin.
 
@@ -164,7 +181,8 @@ def _merge_nodes(
     ``new_col`` entries written.
 
     A level of one pair of at least ``lone_cells`` cells computes its column scores on
-    ``threads`` threads (the same integers).
+    ``threads`` threads (the same integers). Outside accurate mode a pair of more than
+    ``linear_cells`` cells is aligned in linear space (:func:`_pair_dp_linear`, the same ops).
 
     Consistency (accurate mode; otherwise ``node_of_seq`` is empty): library entries
     ``ent int64 [5, E]`` (``x, i, y, j`` and the value ``w w_x w_y``), pair q's at
@@ -177,6 +195,7 @@ def _merge_nodes(
     args = (n_leaves, seq_off, codes, prof_pool, both_pool, row, bnd, n_alpha)
     cons = (ent, ent_lo, ent_hi, cweight, seq_off, res_col, node_of_seq)
     dp_args = (cols, weights, gap_open, ext, t_num, t_den, occ_shift, *cons)
+    lin_args = (cols, weights, gap_open, ext, t_num, t_den, occ_shift)
     used = 0
     for lv in range(level_start.size - 1):
         lo, hi = level_start[lv], level_start[lv + 1]
@@ -190,15 +209,18 @@ def _merge_nodes(
             ops_off[k + 1] = ops_off[k] + cols[pairs[lo + k, 0]] + cols[pairs[lo + k, 1]]
         ops_buf = np.empty(ops_off[count], np.uint8)
         widths = np.empty(count, np.int64)
-        lone = count == 1 and cols[pairs[lo, 0]] * cols[pairs[lo, 1]] >= lone_cells
+        cells = cols[pairs[lo, 0]] * cols[pairs[lo, 1]]
+        lone = count == 1 and lone_cells <= cells and (track or cells <= linear_cells)
         for k in prange(count - int(lone)):
             q = lo + k
             kids = _kids(q, pairs, cols, weights, *args)
-            S = column_scores(
-                kids[0], kids[2], matrix, weights[pairs[q, 0]], weights[pairs[q, 1]], occ_shift
-            )
             ops = ops_buf[ops_off[k] : ops_off[k + 1]]
-            widths[k] = _pair_dp(q, pairs, kids, S, ops, *dp_args)
+            if not track and cols[pairs[q, 0]] * cols[pairs[q, 1]] > linear_cells:
+                widths[k] = _pair_dp_linear(q, pairs, kids, matrix, ops, *lin_args)
+            else:
+                wx, wy = weights[pairs[q, 0]], weights[pairs[q, 1]]
+                S = column_scores(kids[0], kids[2], matrix, wx, wy, occ_shift)
+                widths[k] = _pair_dp(q, pairs, kids, S, ops, *dp_args)
         if lone:  # one wide pair (a link of a deep chain): its column scores on every thread
             kids = _kids(lo, pairs, cols, weights, *args)
             wx, wy = weights[pairs[lo, 0]], weights[pairs[lo, 1]]

@@ -16,6 +16,7 @@ from numba import njit, prange
 
 from torchmsa.constants import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.cpu.dp import profile_align_one
+from torchmsa.cpu.dp_profile_linear import block_rows, linear_path_score, profile_align_linear
 from torchmsa.cpu.rules.column_scores import column_scores, column_scores_threaded
 from torchmsa.cpu.rules.consistency_tile import add_tile
 from torchmsa.cpu.rules.gap_costs import gap_costs
@@ -23,7 +24,13 @@ from torchmsa.cpu.rules.path_score import path_score
 from torchmsa.cpu.rules.residue_factors import residue_factors
 from torchmsa.cpu.twins import serial, small, twin
 
-__all__ = ["evaluate_edge", "evaluate_edges", "entries_by_row", "residue_columns"]
+__all__ = [
+    "evaluate_edge",
+    "evaluate_edges",
+    "evaluate_edge_linear",
+    "entries_by_row",
+    "residue_columns",
+]
 
 
 def entries_by_row(lib: np.ndarray, val: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -135,13 +142,10 @@ def _edge_groups(codes, weights, side, n_alpha, gap, gap_open, t_num, t_den, occ
 
 
 @njit(cache=True, nogil=True)
-def _edge_path(width, kept_a, kept_b, S, cost_a, cost_b, ext, ops):
-    """``(DP optimum - current path's score, n_ops)`` once ``S`` holds the edge's scores; the
-    new path goes to ``ops``."""
-    oa, ca, ra = cost_a
-    ob, cb, rb = cost_b
+def _current_path(width, kept_a, kept_b):
+    """``(ops, n_ops)``: the path of the current alignment between the groups' kept
+    columns (every column is in A, in B or in both: no column is all gaps)."""
     n, m = kept_a.size, kept_b.size
-    # the current path: every column is in A, in B or in both (no column is all gaps)
     old = np.empty(width, np.uint8)
     k = np.int64(0)  # not the literal 0, which would compile path_score for it too
     ia = ib = 0
@@ -159,6 +163,16 @@ def _edge_path(width, kept_a, kept_b, S, cost_a, cost_b, ext, ops):
         ia += in_a
         ib += in_b
         k += 1
+    return old, k
+
+
+@njit(cache=True, nogil=True)
+def _edge_path(width, kept_a, kept_b, S, cost_a, cost_b, ext, ops):
+    """``(DP optimum - current path's score, n_ops)`` once ``S`` holds the edge's scores; the
+    new path goes to ``ops``."""
+    oa, ca, ra = cost_a
+    ob, cb, rb = cost_b
+    old, k = _current_path(width, kept_a, kept_b)
     now = path_score(S, oa, ca, ob, cb, ra, rb, ext, old, k)
     # np.int64, not the literal GLOBAL: the DP compiles once for this and pairwise alignment
     best, n_ops = profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, np.int64(GLOBAL), ops)[:2]
@@ -344,6 +358,28 @@ def _evaluate_edges(
         info[k, 1] = wa
         info[k, 2] = wb
         info[k, 3] = n_ops
+
+
+@njit(cache=True, nogil=True)
+def evaluate_edge_linear(
+    codes, weights, side, matrix, gap, gap_open, ext, t_num, t_den, occ_shift, info, ops
+):
+    """:func:`evaluate_edges` for one edge without a library, in linear space
+    (``cpu/dp_profile_linear.py``): no column-score matrix, the same integers and ops."""
+    kept_a, _, prof_a, wa, cost_a, kept_b, _, prof_b, wb, cost_b = _edge_groups(
+        codes, weights, side, matrix.shape[0], gap, gap_open, t_num, t_den, occ_shift
+    )
+    costs = (cost_a[0], cost_a[1], cost_b[0], cost_b[1], cost_a[2], cost_b[2])
+    old, k = _current_path(codes.shape[1], kept_a, kept_b)
+    now = linear_path_score(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, old, k)
+    rows = block_rows(kept_a.size, kept_b.size)
+    best, n_ops = profile_align_linear(
+        prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, rows, ops
+    )
+    info[0] = best - now
+    info[1] = wa
+    info[2] = wb
+    info[3] = n_ops
 
 
 _edges_parallel = njit(cache=True, parallel=True)(_evaluate_edges)

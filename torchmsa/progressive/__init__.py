@@ -21,7 +21,7 @@ from torchmsa.config import ExecutionPolicy, MemoryBudget
 from torchmsa.ops.backend import to_device
 from torchmsa.progressive.columns import ColumnTracker
 from torchmsa.progressive.forest import Forest, ResidueTable
-from torchmsa.progressive.host import HostRun
+from torchmsa.progressive.host import HostRun, check_linear
 from torchmsa.progressive.level import align_level, split_level
 from torchmsa.progressive.nodes import Nodes
 from torchmsa.progressive.scoring import WEIGHT_TOTAL, ProfileScoring, quantize_weights
@@ -95,7 +95,7 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
     cpu = torch.device("cpu")
     numba_ok = device.type == "cuda" or backend in ("auto", "cpu")
     pair_cap = policy.cpu_device_pair_cells if device.type == "cpu" else policy.cpu_pair_cells
-    run = HostRun(st, policy, pair_cap)
+    run = HostRun(st, policy, pair_cap, numba_ok)
     level_cap = policy.level_bytes if device.type == "cuda" else policy.host_level_bytes
     pieces: dict[torch.device, list] = {}
     done, total = 0, forest.children.shape[0]
@@ -109,18 +109,17 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
     for g, level in enumerate(forest.levels):
         ids = np.asarray(level, dtype=np.int64)
         pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
-        if numba_ok and run.small(pairs):
-            if run.full_with(pairs):
-                flush()  # the children's widths become exact
-            run.add(pairs)
-        else:
+        for part, host in _routes(run, pairs, numba_ok and cons is None, budget):
+            if host:
+                if run.full_with(part):
+                    flush()  # the children's widths become exact
+                run.add(part)
+                continue
             flush()
-            parts = (
-                [pairs] if cons is not None else split_level(st, pairs, device, budget, level_cap)
-            )
-            for part in parts:
+            parts = [part] if cons is not None else split_level(st, part, device, budget, level_cap)
+            for piece in parts:
                 kid_elems, elems, _ = align_level(
-                    st, part, scoring, device, backend, cons, g, track
+                    st, piece, scoring, device, backend, cons, g, track
                 )
                 pieces.setdefault(device, []).append((kid_elems, elems))
         done += len(level)
@@ -128,6 +127,24 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
             progress(done, total)
     flush()  # reports the last run's levels (each level is reported once)
     return _assemble(st, table, forest, pieces, device)
+
+
+def _routes(run: HostRun, pairs: np.ndarray, linear_ok: bool, budget: MemoryBudget):
+    """A level's pairs as ``(pairs, on the host)`` parts: the pairs too wide for full
+    matrices (:meth:`HostRun.wide`; not in accurate mode) go to the host, which aligns them
+    in linear space; the rest to the host when :meth:`HostRun.small`, else batched. The
+    parts are independent (one level), so the order changes nothing.
+
+    Raises:
+        ResourceError: a wide pair does not fit ``budget`` even in linear space.
+    """
+    wide = run.wide(pairs) if linear_ok else np.zeros(len(pairs), bool)
+    rest = pairs[~wide]
+    if len(rest):
+        yield rest, run.numba_ok and run.small(rest)
+    if wide.any():
+        check_linear(run.bound, pairs[wide], run.st.n_alpha, budget)
+        yield pairs[wide], True
 
 
 def _assemble(st: Nodes, table: ResidueTable, forest: Forest, pieces, device) -> list[int]:

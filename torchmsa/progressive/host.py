@@ -15,12 +15,14 @@ import numba
 import numpy as np
 import torch
 
-from torchmsa.config import ExecutionPolicy
+from torchmsa.config import ExecutionPolicy, MemoryBudget
+from torchmsa.cpu.dp_profile_linear import block_rows, profile_linear_bytes
 from torchmsa.cpu.merge import merge_nodes
+from torchmsa.errors import ResourceError
 from torchmsa.progressive.nodes import Nodes, ranges
 from torchmsa.progressive.scoring import ProfileScoring
 
-__all__ = ["HostRun", "run_on_host"]
+__all__ = ["HostRun", "run_on_host", "check_linear"]
 
 
 class HostRun:
@@ -30,8 +32,9 @@ class HostRun:
     together (while no run waits, it is the nodes' columns themselves).
     """
 
-    def __init__(self, st: Nodes, policy: ExecutionPolicy, pair_cap: int):
+    def __init__(self, st: Nodes, policy: ExecutionPolicy, pair_cap: int, numba_ok: bool = True):
         self.st, self.policy, self.pair_cap = st, policy, pair_cap
+        self.numba_ok = numba_ok  # whether levels may run here at all
         self.levels: list[np.ndarray] = []
         self.rows = 0  # the run's parents' bounds together
         self.bound = st.cols
@@ -43,6 +46,12 @@ class HostRun:
         """Whether level ``pairs`` is small enough for the host (by its children's bounds)."""
         cells = self.bound[pairs[:, 0]] * self.bound[pairs[:, 1]]
         return int(cells.sum()) <= self.policy.cpu_level_cells and int(cells.max()) <= self.pair_cap
+
+    def wide(self, pairs: np.ndarray) -> np.ndarray:
+        """``bool [P]``: the pairs of more than ``linear_pair_cells`` cells (by their
+        children's bounds), which :func:`run_on_host` aligns in linear space."""
+        cells = self.bound[pairs[:, 0]] * self.bound[pairs[:, 1]]
+        return cells > self.policy.linear_pair_cells
 
     def full_with(self, pairs: np.ndarray) -> bool:
         """Whether adding level ``pairs`` would take the run past ``run_rows``."""
@@ -64,6 +73,30 @@ class HostRun:
         return out
 
 
+def check_linear(bound: np.ndarray, pairs: np.ndarray, n_alpha: int, budget: MemoryBudget):
+    """Raises :class:`ResourceError` when one of ``pairs``, aligned in linear space side by
+    side with as many others as numba has threads, would not fit the host ``budget``."""
+    n, m = bound[pairs[:, 0]], bound[pairs[:, 1]]
+    need = np.array(
+        [profile_linear_bytes(a, b, block_rows(a, b), n_alpha) for a, b in zip(n, m)], np.int64
+    )
+    together = int(np.sort(need)[::-1][: numba.get_num_threads()].sum())
+    limit = budget.limit("cpu")
+    if together > limit:
+        p = int(np.argmax(need))
+        raise ResourceError(
+            f"merging two profiles of {n[p]} and {m[p]} columns in linear space"
+            + (
+                f" (with {min(len(pairs), numba.get_num_threads()) - 1} more beside it)"
+                if len(pairs) > 1
+                else ""
+            ),
+            together,
+            limit,
+            f"align fewer or shorter sequences; the limit is {budget.source('cpu')}",
+        )
+
+
 def run_on_host(
     st: Nodes,
     levels: list[np.ndarray],
@@ -76,7 +109,9 @@ def run_on_host(
     ``bound`` holds at least each node's columns (a parent's: its children's together).
     ``track`` (accurate mode): the :class:`~torchmsa.progressive.columns.ColumnTracker` whose
     consistency tiles join the scores. A level of one pair of at least
-    ``policy.lone_pair_cells`` cells spreads its column scores over the threads.
+    ``policy.lone_pair_cells`` cells spreads its column scores over the threads; outside
+    accurate mode pairs of more than ``policy.linear_pair_cells`` are aligned in linear
+    space.
 
     Returns ``(child element ids, their elements in the parents)`` on the host.
     """
@@ -133,6 +168,7 @@ def _run(st, levels, bound, scoring, track, policy):
         node_of_seq,
         numba.get_num_threads(),
         policy.lone_pair_cells,
+        policy.linear_pair_cells if track is None else 1 << 62,
     )
     if track is not None:
         track.table.col.copy_(torch.from_numpy(res_col))

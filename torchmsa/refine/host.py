@@ -3,13 +3,20 @@ integers as the batched evaluation of :mod:`torchmsa.refine.evaluate`)."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numba
 import numpy as np
 import torch
 
 from torchmsa.config import ExecutionPolicy
 from torchmsa.consistency import entry_values
-from torchmsa.cpu.refine import entries_by_row, evaluate_edge, evaluate_edges
+from torchmsa.cpu.refine import (
+    entries_by_row,
+    evaluate_edge,
+    evaluate_edge_linear,
+    evaluate_edges,
+)
 
 __all__ = ["HostEdges"]
 
@@ -45,11 +52,38 @@ class HostEdges:
     def evaluate(self, codes, rows):
         """As :func:`~torchmsa.refine.evaluate.evaluate_partitions` for edges ``rows``
         (``int64`` tensor) of ``codes``, edge by edge in numba; a lone edge of more than
-        ``policy.threaded_edge_cells`` columns² spreads over the threads."""
+        ``policy.threaded_edge_cells`` columns² spreads over the threads. Without a library,
+        alignments of more than ``policy.linear_pair_cells`` columns² evaluate their edges
+        in linear space, side by side on the threads."""
+        if not self.cw and codes.shape[1] ** 2 > self.policy.linear_pair_cells:
+            with torch.profiler.record_function("torchmsa.refine_host_linear"):
+                return self._linear(codes, rows)
         threaded = len(rows) == 1 and codes.shape[1] ** 2 > self.policy.threaded_edge_cells
         name = "torchmsa.refine_host_edge" if threaded else "torchmsa.refine_host"
         with torch.profiler.record_function(name):
             return self._evaluate(codes, rows, threaded)
+
+    def _linear(self, codes, rows):
+        host = np.ascontiguousarray(codes.cpu().numpy())
+        sides = self.sides[rows.numpy()]
+        info = np.empty((len(sides), 4), np.int64)
+        ops = np.empty((len(sides), 2 * host.shape[1]), np.uint8)
+        gap, gap_open, ext, t_num, t_den, occ = self.params
+
+        def one(k):
+            evaluate_edge_linear(
+                host, self.weights, sides[k], self.matrix, gap, gap_open, ext, t_num, t_den,
+                occ, info[k], ops[k],
+            )  # fmt: skip
+
+        threads = min(numba.get_num_threads(), len(sides))
+        if threads > 1:  # each edge's rows of info and ops are its own
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(one, range(len(sides))))
+        else:
+            for k in range(len(sides)):
+                one(k)
+        return self._found(info, ops)
 
     def _evaluate(self, codes, rows, threaded):
         host = np.ascontiguousarray(codes.cpu().numpy())
@@ -63,10 +97,15 @@ class HostEdges:
             evaluate_edge(host, self.weights, sides[0], *common, info[0], ops[0], threads)
         else:  # edges in parallel
             evaluate_edges(host, self.weights, sides, *common, info, ops)
+        return self._found(info, ops)
+
+    @staticmethod
+    def _found(info, ops):
+        """``(diffs, w_a, w_b, ops)`` of ``evaluate_partitions`` from the numba outputs."""
         out = torch.from_numpy(ops)
         return (
             info[:, 0].tolist(),
             info[:, 1].tolist(),
             info[:, 2].tolist(),
-            [out[k, : info[k, 3]] for k in range(len(sides))],
+            [out[k, : info[k, 3]] for k in range(len(info))],
         )

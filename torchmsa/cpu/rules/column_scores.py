@@ -13,7 +13,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["occupancy_divisors", "column_scores", "column_scores_threaded"]
+__all__ = [
+    "occupancy_divisors",
+    "column_scores",
+    "column_scores_threaded",
+    "row_terms",
+    "score_row",
+]
 
 
 @njit(cache=True, nogil=True)
@@ -33,7 +39,7 @@ def column_scores(prof_a, prof_b, matrix, wa, wb, occ_shift):
     db = occupancy_divisors(prof_b, wb, occ_shift)
     if _nonzeros(prof_a) <= _nonzeros(prof_b):
         return _sparse_rows(prof_a, prof_b, matrix, da, db)
-    # a C-ordered transpose: one compiled layout of _sparse_rows and _row_terms, not two
+    # a C-ordered transpose: one compiled layout of _sparse_rows and row_terms, not two
     return _sparse_rows(prof_b, prof_a, matrix.T.copy(), db, da).T.copy()
 
 
@@ -47,14 +53,14 @@ def column_scores_threaded(prof_a, prof_b, matrix, wa, wb, occ_shift, threads):
     rows, cols = (prof_b, prof_a) if flip else (prof_a, prof_b)
     d_rows, d_cols = (db, da) if flip else (da, db)
     mat = matrix.T.copy() if flip else matrix.copy()
-    mb, inv_b, dbf = _row_terms(cols, mat, d_cols)
+    mb, inv_b, dbf = row_terms(cols, mat, d_cols)
     n, m = rows.shape[0], cols.shape[0]
     out = np.empty((n, m), np.int32)
     chunks = min(n, 4 * threads)
     for c in prange(chunks):
         raw = np.empty(m, np.float64)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            _score_row(i, rows, mb, d_rows, inv_b, dbf, raw, out)
+            score_row(i, rows, mb, d_rows, inv_b, dbf, raw, out[i])
     if not flip:
         return out
     S = np.empty((m, n), np.int32)
@@ -77,16 +83,16 @@ def _nonzeros(prof):
 def _sparse_rows(prof_a, prof_b, matrix, da, db):
     """:func:`column_scores` row by row over the nonzero entries of ``prof_a``'s columns:
     ``S[i] = floor(sum_p P_a[i, p] (M P_bᵀ)[p] / (d_a[i] d_b))``."""
-    mb, inv_b, dbf = _row_terms(prof_b, matrix, db)
+    mb, inv_b, dbf = row_terms(prof_b, matrix, db)
     S = np.empty((prof_a.shape[0], prof_b.shape[0]), np.int32)
     raw = np.empty(prof_b.shape[0], np.float64)
     for i in range(prof_a.shape[0]):
-        _score_row(i, prof_a, mb, da, inv_b, dbf, raw, S)
+        score_row(i, prof_a, mb, da, inv_b, dbf, raw, S[i])
     return S
 
 
 @njit(cache=True, nogil=True)
-def _row_terms(prof_b, matrix, db):
+def row_terms(prof_b, matrix, db):
     """What every row of :func:`_sparse_rows` shares: ``M P_bᵀ``, ``1 / d_b`` and ``d_b``."""
     m, n_alpha = prof_b.shape[0], matrix.shape[0]
     mb = np.zeros((n_alpha, m), np.float64)  # M P_bᵀ
@@ -101,8 +107,10 @@ def _row_terms(prof_b, matrix, db):
 
 
 @njit(cache=True, nogil=True)
-def _score_row(i, prof_a, mb, da, inv_b, dbf, raw, S):
-    """Row ``i`` of :func:`_sparse_rows` into ``S[i]`` (``raw``: float64 scratch of one row)."""
+def score_row(i, prof_a, mb, da, inv_b, dbf, raw, out):
+    """Row ``i`` of :func:`_sparse_rows` into ``out`` (``int32 [m]``; ``raw``: float64 scratch
+    of one row); the linear-space profile DP (``cpu/dp_profile_linear.py``) scores its blocks
+    of rows with it."""
     n_alpha, m = mb.shape
     # a column of one residue type (every column of a single sequence) scales one row of
     # M P_bᵀ: no sum to clear and accumulate
@@ -131,4 +139,4 @@ def _score_row(i, prof_a, mb, da, inv_b, dbf, raw, S):
         q = np.floor(raw[j] * inv_a * inv_b[j])
         q -= q * d > raw[j]
         q += (q + 1.0) * d <= raw[j]
-        S[i, j] = np.int32(q)
+        out[j] = np.int32(q)

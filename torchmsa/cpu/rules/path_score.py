@@ -5,15 +5,31 @@ from __future__ import annotations
 
 from numba import njit
 
-from torchmsa.constants import OP_MATCH, OP_UP
+from torchmsa.constants import OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.cpu.rules.facing import facing
 
-__all__ = ["path_score"]
+__all__ = ["path_score", "path_gaps"]
 
 
 @njit(cache=True, nogil=True)
 def path_score(S, open_a, close_a, open_b, close_b, res_a, res_b, ext, ops, n_ops):
-    """Global-mode score of the path ``ops[:n_ops]`` through ``S`` (as the DP would score it).
+    """Global-mode score of the path ``ops[:n_ops]`` through ``S`` (as the DP would score it):
+    the scores of the cells it pairs plus :func:`path_gaps`."""
+    score = 0
+    i = 0
+    j = 0
+    for k in range(n_ops):
+        op = ops[k]
+        if op == OP_MATCH:
+            score += S[i, j]
+        i += op != OP_LEFT
+        j += op != OP_UP
+    return score + path_gaps(open_a, close_a, open_b, close_b, res_a, res_b, ext, ops, n_ops)
+
+
+@njit(cache=True, nogil=True)
+def path_gaps(open_a, close_a, open_b, close_b, res_a, res_b, ext, ops, n_ops):
+    """The gap costs of the path ``ops[:n_ops]`` (negative), by the DP's global-mode rules.
 
     A run of gaps at one boundary pays its opening cost at the first column it faces and its
     closing cost at the last (each scaled by that column's residue factor). Between two of its
@@ -28,7 +44,6 @@ def path_score(S, open_a, close_a, open_b, close_b, res_a, res_b, ext, ops, n_op
     while k < n_ops:
         op = ops[k]
         if op == OP_MATCH:
-            score += S[i, j]
             i += 1
             j += 1
             k += 1
