@@ -79,3 +79,16 @@ def test_cli_aligns_two_long_proteins_under_an_address_space_limit(tmp_path):
     assert [r.seq.replace("-", "") for r in got] == seqs
     want = torchmsa.align(seqs, device="cpu", mode="default", policy=FULL)
     assert [r.seq for r in got] == want.rows
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("n, length", [(2, 3000), (5, 1500)])
+def test_long_proteins_on_a_gpu_equal_the_cpu(n, length):
+    """On a GPU the wide pairs and edges go to the host's linear-space DP; the alignment is
+    the CPU's, and the full-matrix one's."""
+    seqs = _long_family(n, length, seed=20 + n)
+    want = torchmsa.align(seqs, device="cpu", mode="default", policy=FULL)
+    narrow = ExecutionPolicy(linear_pair_cells=1 << 20)
+    got = torchmsa.align(seqs, device="cuda", mode="default", policy=narrow)
+    assert got.rows == want.rows
