@@ -12,11 +12,14 @@ from torchmsa.cpu.dp import profile_align_one
 from torchmsa.cpu.dp_profile_linear import (
     block_rows,
     linear_path_score,
+    no_tile,
     profile_align_linear,
     profile_full_bytes,
     profile_linear_bytes,
+    tile_cells,
 )
 from torchmsa.cpu.rules.column_scores import column_scores
+from torchmsa.cpu.rules.consistency_tile import add_tile
 from torchmsa.cpu.rules.gap_costs import gap_costs
 from torchmsa.cpu.rules.path_score import path_score
 from torchmsa.cpu.rules.residue_factors import residue_factors
@@ -61,8 +64,22 @@ def _case(rng, n, m):
     return prof_a, wa, prof_b, wb, costs
 
 
-def _full(prof_a, wa, prof_b, wb, costs, ext):
+def _tile(rng, n, m, wa, wb):
+    """Random consistency entries (some on the same cell, some negative sums) as the full
+    path's ``int64 [n, m]`` tile and the linear path's ``tile`` argument."""
+    count = int(rng.integers(0, 3 * (n + m) + 1)) if n and m else 0
+    i, j = rng.integers(0, max(n, 1), count), rng.integers(0, max(m, 1), count)
+    val = rng.integers(-50, 400, count).astype(np.int64)
+    full = np.zeros((n, m), np.int64)
+    np.add.at(full, (i, j), val)
+    ti, tj, tv = tile_cells((i * m + j).astype(np.int64), val, m)
+    return full, (ti, tj, tv, 7, wa * wb)
+
+
+def _full(prof_a, wa, prof_b, wb, costs, ext, tile=None):
     S = column_scores(prof_a, prof_b, _matrix(), wa, wb, OCC_SHIFT)
+    if tile is not None:
+        add_tile(S, tile, 7, wa * wb)
     ops = np.zeros(prof_a.shape[0] + prof_b.shape[0], np.uint8)
     score, k = profile_align_one(S, *costs, ext, np.int64(GLOBAL), ops)[:2]
     return S, int(score), ops[:k].copy()
@@ -73,14 +90,16 @@ SIZES = [(0, 0), (0, 5), (6, 0), (1, 1), (1, 9), (9, 1), (13, 7), (30, 41), (57,
 
 @pytest.mark.parametrize("n, m", SIZES)
 @pytest.mark.parametrize("rows", [1, 2, 5, 17])
-def test_equals_full_matrix_path(n, m, rows):
-    rng = np.random.default_rng(n * 1000 + m * 10 + rows)
+@pytest.mark.parametrize("with_tile", [False, True])
+def test_equals_full_matrix_path(n, m, rows, with_tile):
+    rng = np.random.default_rng(n * 1000 + m * 10 + rows + with_tile)
     for ext in (1, 9, 40):
         prof_a, wa, prof_b, wb, costs = _case(rng, n, m)
-        _, score, ops = _full(prof_a, wa, prof_b, wb, costs, ext)
+        full, tile = _tile(rng, n, m, wa, wb) if with_tile else (None, no_tile())
+        _, score, ops = _full(prof_a, wa, prof_b, wb, costs, ext, full)
         got = np.zeros(n + m, np.uint8)
         s, k = profile_align_linear(
-            prof_a, prof_b, _matrix(), wa, wb, OCC_SHIFT, costs, ext, rows, got
+            prof_a, prof_b, _matrix(), wa, wb, OCC_SHIFT, costs, ext, rows, got, tile
         )
         assert (int(s), list(got[:k])) == (score, list(ops))
 
@@ -103,7 +122,7 @@ def test_equals_full_matrix_path_with_many_ties():
         for rows in (1, 3, block_rows(n, m)):
             got = np.zeros(n + m, np.uint8)
             s, k = profile_align_linear(
-                prof_a, prof_b, _matrix(), 4, 4, OCC_SHIFT, costs, 10, rows, got
+                prof_a, prof_b, _matrix(), 4, 4, OCC_SHIFT, costs, 10, rows, got, no_tile()
             )
             assert (int(s), list(got[:k])) == (score, list(ops))
 
@@ -122,17 +141,28 @@ def _random_path(rng, n, m):
 
 
 @pytest.mark.parametrize("n, m", [(1, 1), (8, 3), (25, 31)])
-def test_path_score_without_the_matrix(n, m):
+@pytest.mark.parametrize("with_tile", [False, True])
+def test_path_score_without_the_matrix(n, m, with_tile):
     rng = np.random.default_rng(n + m)
     for _ in range(10):
         prof_a, wa, prof_b, wb, costs = _case(rng, n, m)
+        full, tile = _tile(rng, n, m, wa, wb) if with_tile else (None, no_tile())
         S = column_scores(prof_a, prof_b, _matrix(), wa, wb, OCC_SHIFT)
+        if full is not None:
+            add_tile(S, full, 7, wa * wb)
         ops = _random_path(rng, n, m)
         want = path_score(S, *costs, 7, ops, len(ops))
         got = linear_path_score(
-            prof_a, prof_b, _matrix(), wa, wb, OCC_SHIFT, costs, 7, ops, len(ops)
+            prof_a, prof_b, _matrix(), wa, wb, OCC_SHIFT, costs, 7, ops, len(ops), tile
         )
         assert int(got) == int(want)
+
+
+def test_tile_cells_sum_entries_per_cell_in_order():
+    key = np.array([7, 2, 7, 0, 5, 2], np.int64)
+    val = np.array([1, 10, 100, 1000, 0, -3], np.int64)
+    ti, tj, tv = tile_cells(key, val, 3)
+    assert (list(ti), list(tj), list(tv)) == ([0, 0, 1, 2], [0, 2, 2, 1], [1000, 7, 0, 101])
 
 
 def test_memory_is_linear():

@@ -53,6 +53,18 @@ def test_linear_space_gives_the_full_matrix_alignment(n, length, threads):
         assert "refined_edges" in got.metadata
 
 
+@pytest.mark.parametrize("n, length", [(2, 600), (4, 300)])
+def test_accurate_mode_in_linear_space_gives_the_same_alignment(n, length):
+    """Consistency tiles join the linear-space DP block by block, in the progressive pass
+    and in the refinement."""
+    seqs = _long_family(n, length, seed=30 + n)
+    want = torchmsa.align(seqs, device="cpu", mode="accurate", policy=FULL)
+    narrow = ExecutionPolicy(linear_pair_cells=1 << 12, threads=2)
+    got = torchmsa.align(seqs, device="cpu", mode="accurate", policy=narrow)
+    assert got.metadata["mode"] == "accurate"
+    assert torch.equal(got.codes, want.codes)
+
+
 def _limited(nbytes: int):
     def apply():
         resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))

@@ -285,9 +285,9 @@ class ExecutionPolicy(_Checked):
     ``cpu_level_cells`` DP cells, none of their pairs above ``cpu_pair_cells``
     (``cpu_device_pair_cells`` on a CPU device), run in numba; runs of numba levels stop
     at ``run_rows`` pool rows; a lone pair of at least ``lone_pair_cells`` spreads over the
-    threads; node pools start at ``pool_rows`` rows. Outside accurate mode a profile pair of
-    more than ``linear_pair_cells`` cells (progressive pass or refinement edge) is aligned
-    in linear space on the host, also on a GPU. Refinement evaluates on the host up to
+    threads; node pools start at ``pool_rows`` rows. A profile pair of more than
+    ``linear_pair_cells`` cells (progressive pass or refinement edge) is aligned in linear
+    space on the host, also on a GPU. Refinement evaluates on the host up to
     ``host_cells`` (edges per thread × columns²), a lone edge up to ``host_edge_cells``
     columns², threaded above ``threaded_edge_cells``; a batch holds at most
     ``max_batch_cells`` DP cells; a batched progressive level is cut into parts that plan

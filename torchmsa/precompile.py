@@ -129,6 +129,15 @@ def _parallel(device: str) -> None:
         twins.SERIAL_CELLS = saved
 
 
+def _long(device: str) -> None:
+    """The linear-space profile DP of long proteins (``cpu/dp_profile_linear.py``): in the
+    progressive pass and the refinement, default and accurate mode, every pair taken as too
+    wide for full matrices."""
+    from torchmsa.config import ExecutionPolicy
+
+    _align_modes(device, ("default", "accurate"), policy=ExecutionPolicy(linear_pair_cells=0))
+
+
 def _on_gpu(modes: tuple[str, ...]) -> Callable[[str], None]:
     """Pipeline runs on the GPU (no job kept on the host): k-mer, LCS, linkage and profile
     kernels as real jobs launch them."""
@@ -196,6 +205,7 @@ CPU_TASKS: dict[str, Callable[[str], None]] = {
     "pairwise": _pairwise,
     "add-merge": _add_merge,
     "parallel": _parallel,
+    "long": _long,
 }
 DP_SHARDS = 2
 GPU_TASKS: dict[str, Callable[[str], None]] = {

@@ -224,12 +224,13 @@ def _local_library(codes, lengths, matrix, gap_open, gap_extend, backend, config
     spans = []
     dist = torch.zeros(n, n, dtype=torch.float64, device=device)
     step = max(1, policy.local_batch_cells // max(1, 2 * codes.shape[1]))
+    wide = policy.linear_pair_cells  # long pairs: traced back in linear space on the CPU
     for lo in range(0, xs.numel(), step):
         bx, by = xs[lo : lo + step], ys[lo : lo + step]
         ca, cb = codes[bx], codes[by]
         la, lb = lengths[bx], lengths[by]
         info, ops = pairwise_align_codes(
-            ca, la, cb, lb, mat, gap_open, gap_extend, LOCAL, backend=backend
+            ca, la, cb, lb, mat, gap_open, gap_extend, LOCAL, backend=backend, wide=wide
         )
         info, ops = info.to(device), ops.to(device)
         score = info[:, 0].long()
@@ -246,7 +247,7 @@ def _local_library(codes, lengths, matrix, gap_open, gap_extend, backend, config
             p0 = pair[first]
             spans.append(torch.stack([bx[p0], by[p0], i[first], i[last], j[first], j[last]], 1))
         info, ops = pairwise_align_codes(
-            ca, la, cb, lb, mat, gap_open, gap_extend, SEMIGLOBAL, backend=backend
+            ca, la, cb, lb, mat, gap_open, gap_extend, SEMIGLOBAL, backend=backend, wide=wide
         )
         pair, i, j, same = _entries(ops.to(device), info.to(device), ca, cb)
         w = _entry_weights(pair, i, j, same, ca, cb, bx.numel(), mat, config)

@@ -381,12 +381,14 @@ def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
     return torch.from_numpy(out)
 
 
-def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode, budget=None):
+def pairwise_align(
+    codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode, budget=None, wide=None
+):
     """Alignments of pairs (arguments as :func:`pairwise_score`).
 
     ``budget``: bytes the call may use; pairs whose full matrices would not fit
-    (:func:`dp_linear.needs_linear`) are aligned in linear space instead, with equal results.
-    ``None``: every pair takes the full-matrix path.
+    (:func:`dp_linear.needs_linear`), or of more than ``wide`` cells, are aligned in linear
+    space instead, with equal results. ``None``: every pair takes the full-matrix path.
 
     Returns:
         ``(info int32 [P, 6], ops uint8 [P, La + Lb])``; info is ``(score, n_ops, start_i,
@@ -400,6 +402,8 @@ def pairwise_align(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
     out = np.empty((P, 6), np.int32)
     ca, la, cb, lb, mat = (_np(t) for t in (codes_a, len_a, codes_b, len_b, matrix))
     huge = None if budget is None else dp_linear.needs_linear(la, lb, budget)
+    if huge is not None and wide is not None:
+        huge |= la.astype(np.int64) * lb > wide
     la_full, lb_full = la, lb
     if huge is not None and huge.any():  # the batch sees them as empty pairs
         la_full, lb_full = la.copy(), lb.copy()

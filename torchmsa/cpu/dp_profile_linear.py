@@ -46,6 +46,8 @@ __all__ = [
     "profile_full_bytes",
     "profile_align_linear",
     "linear_path_score",
+    "tile_cells",
+    "no_tile",
 ]
 
 
@@ -72,15 +74,50 @@ def profile_full_bytes(n: int, m: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _block_scores(i0, i1, prof_a, da, terms, raw, S):
-    """Column scores of rows ``i0 .. i1 - 1`` of profile a into ``S[0 .. i1 - i0 - 1]``."""
-    mb, inv_b, dbf = terms
-    for i in range(i0, i1):
-        score_row(i, prof_a, mb, da, inv_b, dbf, raw, S[i - i0])
+def tile_cells(key, val, m):
+    """A consistency tile as its nonzero cells: entries at cells ``key = i * m + j`` with
+    values ``val`` summed per cell, as ``(i, j, sum)`` sorted by ``(i, j)`` (``int64``)."""
+    order = np.argsort(key)
+    count = 0
+    for t in range(key.size):
+        count += t == 0 or key[order[t]] != key[order[t - 1]]
+    ti = np.empty(count, np.int64)
+    tj = np.empty(count, np.int64)
+    tv = np.zeros(count, np.int64)
+    c = -1
+    for t in range(key.size):
+        k = key[order[t]]
+        if t == 0 or k != key[order[t - 1]]:
+            c += 1
+            ti[c] = k // m
+            tj[c] = k % m
+        tv[c] += val[order[t]]
+    return ti, tj, tv
 
 
 @njit(cache=True, nogil=True)
-def profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, rows, ops):
+def _block_scores(i0, i1, prof_a, da, terms, raw, S, tile):
+    """Column scores of rows ``i0 .. i1 - 1`` of profile a into ``S[0 .. i1 - i0 - 1]``, with
+    ``tile`` (``(i, j, sum, cweight, denom)``, :func:`tile_cells`) added as
+    ``cpu/rules/consistency_tile.add_tile`` adds it."""
+    mb, inv_b, dbf = terms
+    for i in range(i0, i1):
+        score_row(i, prof_a, mb, da, inv_b, dbf, raw, S[i - i0])
+    ti, tj, tv, cweight, denom = tile
+    for t in range(np.searchsorted(ti, i0), np.searchsorted(ti, i1)):
+        if tv[t] != 0:
+            S[ti[t] - i0, tj[t]] += np.int32((tv[t] * cweight) // denom)
+
+
+@njit(cache=True, nogil=True)
+def no_tile():
+    """The ``tile`` argument of no consistency (:func:`profile_align_linear`)."""
+    empty = np.zeros(0, np.int64)
+    return empty, empty, empty, 0, 1
+
+
+@njit(cache=True, nogil=True)
+def profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, rows, ops, tile):
     """Global profile-profile alignment in linear space, equal to ``dp.profile_align_one`` on
     the profiles' column scores.
 
@@ -91,6 +128,8 @@ def profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, 
             residue factors (``int64 [n + 1]`` and ``[m + 1]``).
         ext: gap extension cost; rows: rows per block ``R >= 1`` (:func:`block_rows`).
         ops: ``uint8 [>= n + m]``, gets the ops in order.
+        tile: accurate mode's consistency tile as ``(i, j, sum, cweight, denom)`` with its
+            cells from :func:`tile_cells` (:func:`no_tile`: none).
 
     Returns:
         ``(score, n_ops)``.
@@ -115,7 +154,7 @@ def profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, 
         i1 = min(n, i0 + rows)
         ck[blk, 0] = hp
         ck[blk, 1] = f
-        _block_scores(i0, i1, prof_a, da, terms, raw, S)
+        _block_scores(i0, i1, prof_a, da, terms, raw, S, tile)
         fill_block(i0 + 1, i1, m, S, i0, costs, ext, g, hp, f, no_bits, 0, False, 0, 0, 0)
     score = np.int64(hp[m])
     bits = np.empty((rows + 1, m + 1), np.uint8)  # [block rows 0..R, columns 0..m]
@@ -129,7 +168,7 @@ def profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, 
             i0 = blk * rows
             hp[:] = ck[blk, 0]
             f[:] = ck[blk, 1]
-            _block_scores(i0, i, prof_a, da, terms, raw, S)
+            _block_scores(i0, i, prof_a, da, terms, raw, S, tile)
             fill_block(i0 + 1, i, j, S, i0, costs, ext, g, hp, f, bits, i0, True, 0, 0, 0)
             loaded = blk
         # a gap in b may leave the block upwards: the state goes with it
@@ -142,10 +181,14 @@ def profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, 
 
 
 @njit(cache=True, nogil=True)
-def linear_path_score(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, ops, n_ops):
+def linear_path_score(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, ops, n_ops, tile):
     """``path_score`` of the path ``ops[:n_ops]`` without the column-score matrix: the cells
     it pairs are scored one by one (the exact floor of :mod:`~torchmsa.cpu.rules.column_scores`,
-    in integers), its gaps by :func:`~torchmsa.cpu.rules.path_score.path_gaps`."""
+    in integers, plus ``tile``'s value there), its gaps by
+    :func:`~torchmsa.cpu.rules.path_score.path_gaps`."""
+    ti, tj, tv, cweight, denom = tile
+    m = prof_b.shape[0]
+    tkey = ti * m + tj  # sorted, as ti and tj are
     da = occupancy_divisors(prof_a, wa, occ_shift)
     db = occupancy_divisors(prof_b, wb, occ_shift)
     n_alpha = matrix.shape[0]
@@ -162,6 +205,9 @@ def linear_path_score(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, ops
                         inner += matrix[p, q] * prof_b[j, q]
                     num += prof_a[i, p] * inner
             score += num // (da[i] * db[j])
+            t = np.searchsorted(tkey, i * m + j)
+            if t < tkey.size and tkey[t] == i * m + j and tv[t] != 0:
+                score += np.int32((tv[t] * cweight) // denom)
             i += 1
             j += 1
         elif op == OP_UP:

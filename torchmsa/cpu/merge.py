@@ -16,7 +16,12 @@ from numba import njit, prange
 
 from torchmsa.constants import GLOBAL
 from torchmsa.cpu.dp import profile_align_one
-from torchmsa.cpu.dp_profile_linear import block_rows, profile_align_linear
+from torchmsa.cpu.dp_profile_linear import (
+    block_rows,
+    no_tile,
+    profile_align_linear,
+    tile_cells,
+)
 from torchmsa.cpu.rules.boundary_weights import merged_boundaries
 from torchmsa.cpu.rules.column_scores import column_scores, column_scores_threaded
 from torchmsa.cpu.rules.consistency_tile import add_tile
@@ -122,18 +127,32 @@ def _pair_dp(q, pairs, kids, S, ops, cols, weights, gap_open, ext, t_num, t_den,
 
 
 @njit(cache=True, nogil=True)
-def _pair_dp_linear(q, pairs, kids, matrix, ops, cols, weights, gap_open, ext, t_num, t_den, occ):
+def _pair_dp_linear(
+    q, pairs, kids, matrix, ops, cols, weights, gap_open, ext, t_num, t_den, occ, *cons
+):
     """:func:`_pair_dp` in linear space (``cpu/dp_profile_linear.py``: no column-score
-    matrix, the same ops), for pairs of more than ``linear_cells`` cells outside accurate
-    mode. Returns the alignment's width."""
+    matrix, no whole consistency tile, the same ops), for pairs of more than
+    ``linear_cells`` cells. Returns the alignment's width."""
+    ent, ent_lo, ent_hi, cweight, seq_off, res_col, node_of_seq = cons
     prof_a, both_a, prof_b, both_b = kids
     a, b = pairs[q, 0], pairs[q, 1]
     n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
     oa, ca = gap_costs(both_a, wa, gap_open, t_num, t_den, occ)
     ob, cb = gap_costs(both_b, wb, gap_open, t_num, t_den, occ)
     costs = (oa, ca, ob, cb, residue_factors(prof_a, wa, occ), residue_factors(prof_b, wb, occ))
+    tile = no_tile()
+    if node_of_seq.size > 0 and ent_hi[q] > ent_lo[q]:
+        lo, hi = ent_lo[q], ent_hi[q]
+        key = np.empty(hi - lo, np.int64)
+        for e in range(lo, hi):
+            x, y = ent[0, e], ent[2, e]
+            cx = res_col[seq_off[x] + ent[1, e]]
+            cy = res_col[seq_off[y] + ent[3, e]]
+            key[e - lo] = cx * m + cy if node_of_seq[x] == a else cy * m + cx
+        ti, tj, tv = tile_cells(key, ent[4, lo:hi].copy(), m)
+        tile = (ti, tj, tv, np.int64(cweight), wa * wb)
     rows = block_rows(n, m)
-    return profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ, costs, ext, rows, ops)[1]
+    return profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ, costs, ext, rows, ops, tile)[1]
 
 
 def _merge_nodes(
@@ -181,8 +200,8 @@ def _merge_nodes(
     ``new_col`` entries written.
 
     A level of one pair of at least ``lone_cells`` cells computes its column scores on
-    ``threads`` threads (the same integers). Outside accurate mode a pair of more than
-    ``linear_cells`` cells is aligned in linear space (:func:`_pair_dp_linear`, the same ops).
+    ``threads`` threads (the same integers). A pair of more than ``linear_cells`` cells is
+    aligned in linear space (:func:`_pair_dp_linear`, the same ops).
 
     Consistency (accurate mode; otherwise ``node_of_seq`` is empty): library entries
     ``ent int64 [5, E]`` (``x, i, y, j`` and the value ``w w_x w_y``), pair q's at
@@ -195,7 +214,7 @@ def _merge_nodes(
     args = (n_leaves, seq_off, codes, prof_pool, both_pool, row, bnd, n_alpha)
     cons = (ent, ent_lo, ent_hi, cweight, seq_off, res_col, node_of_seq)
     dp_args = (cols, weights, gap_open, ext, t_num, t_den, occ_shift, *cons)
-    lin_args = (cols, weights, gap_open, ext, t_num, t_den, occ_shift)
+    lin_args = (cols, weights, gap_open, ext, t_num, t_den, occ_shift, *cons)
     used = 0
     for lv in range(level_start.size - 1):
         lo, hi = level_start[lv], level_start[lv + 1]
@@ -210,12 +229,12 @@ def _merge_nodes(
         ops_buf = np.empty(ops_off[count], np.uint8)
         widths = np.empty(count, np.int64)
         cells = cols[pairs[lo, 0]] * cols[pairs[lo, 1]]
-        lone = count == 1 and lone_cells <= cells and (track or cells <= linear_cells)
+        lone = count == 1 and lone_cells <= cells <= linear_cells
         for k in prange(count - int(lone)):
             q = lo + k
             kids = _kids(q, pairs, cols, weights, *args)
             ops = ops_buf[ops_off[k] : ops_off[k + 1]]
-            if not track and cols[pairs[q, 0]] * cols[pairs[q, 1]] > linear_cells:
+            if cols[pairs[q, 0]] * cols[pairs[q, 1]] > linear_cells:
                 widths[k] = _pair_dp_linear(q, pairs, kids, matrix, ops, *lin_args)
             else:
                 wx, wy = weights[pairs[q, 0]], weights[pairs[q, 1]]

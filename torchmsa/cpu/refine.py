@@ -16,7 +16,13 @@ from numba import njit, prange
 
 from torchmsa.constants import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.cpu.dp import profile_align_one
-from torchmsa.cpu.dp_profile_linear import block_rows, linear_path_score, profile_align_linear
+from torchmsa.cpu.dp_profile_linear import (
+    block_rows,
+    linear_path_score,
+    no_tile,
+    profile_align_linear,
+    tile_cells,
+)
 from torchmsa.cpu.rules.column_scores import column_scores, column_scores_threaded
 from torchmsa.cpu.rules.consistency_tile import add_tile
 from torchmsa.cpu.rules.gap_costs import gap_costs
@@ -362,19 +368,52 @@ def _evaluate_edges(
 
 @njit(cache=True, nogil=True)
 def evaluate_edge_linear(
-    codes, weights, side, matrix, gap, gap_open, ext, t_num, t_den, occ_shift, info, ops
+    codes,
+    weights,
+    side,
+    matrix,
+    gap,
+    gap_open,
+    ext,
+    t_num,
+    t_den,
+    occ_shift,
+    by_row,
+    row_ptr,
+    cweight,
+    info,
+    ops,
 ):
-    """:func:`evaluate_edges` for one edge without a library, in linear space
-    (``cpu/dp_profile_linear.py``): no column-score matrix, the same integers and ops."""
-    kept_a, _, prof_a, wa, cost_a, kept_b, _, prof_b, wb, cost_b = _edge_groups(
+    """:func:`evaluate_edges` for one edge in linear space (``cpu/dp_profile_linear.py``): no
+    column-score matrix and no whole consistency tile, the same integers and ops."""
+    kept_a, idx_a, prof_a, wa, cost_a, kept_b, idx_b, prof_b, wb, cost_b = _edge_groups(
         codes, weights, side, matrix.shape[0], gap, gap_open, t_num, t_den, occ_shift
     )
+    n, m = kept_a.size, kept_b.size
     costs = (cost_a[0], cost_a[1], cost_b[0], cost_b[1], cost_a[2], cost_b[2])
+    tile = no_tile()
+    if by_row.shape[1] and n and m:
+        col, seq_off = residue_columns(codes, gap)
+        small = _smaller_group(side)
+        keys = np.empty(row_ptr[-1], np.int64)
+        vals = np.empty(row_ptr[-1], np.int64)
+        count = 0
+        for r in range(side.size):
+            if side[r] != small:
+                continue
+            for t in range(row_ptr[r], row_ptr[r + 1]):
+                i, j = _entry_cell(r, t, side, small, by_row, col, seq_off, idx_a, idx_b)
+                if i >= 0:
+                    keys[count] = i * m + j
+                    vals[count] = by_row[3, t]
+                    count += 1
+        ti, tj, tv = tile_cells(keys[:count], vals[:count], m)
+        tile = (ti, tj, tv, np.int64(cweight), wa * wb)
     old, k = _current_path(codes.shape[1], kept_a, kept_b)
-    now = linear_path_score(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, old, k)
-    rows = block_rows(kept_a.size, kept_b.size)
+    now = linear_path_score(prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, old, k, tile)
+    rows = block_rows(n, m)
     best, n_ops = profile_align_linear(
-        prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, rows, ops
+        prof_a, prof_b, matrix, wa, wb, occ_shift, costs, ext, rows, ops, tile
     )
     info[0] = best - now
     info[1] = wa

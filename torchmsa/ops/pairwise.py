@@ -151,16 +151,19 @@ def pairwise_align_codes(
     backend="auto",
     *,
     budget: MemoryBudget | int | None = None,
+    wide: int | None = None,
 ):
     """Batched alignments on tensors: ``(info int32 [P, 6], ops uint8 [P, La+Lb])``;
     ``budget`` as :func:`pairwise_score_codes`; on the CPU, pairs whose full DP matrices would
-    not fit in it are traced back in linear space (``cpu/dp_linear.py``, same results)."""
+    not fit in it, or of more than ``wide`` cells, are traced back in linear space
+    (``cpu/dp_linear.py``, same results)."""
     args = (codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
     if resolve_backend(backend, codes_a.device) == "triton":
         from torchmsa._triton import dp as triton_dp
 
         return triton_dp.pairwise_align(*args, budget=budget_bytes(budget, codes_a.device))
-    return cpu_dp.pairwise_align(*args, budget=budget_bytes(budget, torch.device("cpu")))
+    cpu = torch.device("cpu")
+    return cpu_dp.pairwise_align(*args, budget=budget_bytes(budget, cpu), wide=wide)
 
 
 def rows_from_ops(

@@ -109,7 +109,7 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
     for g, level in enumerate(forest.levels):
         ids = np.asarray(level, dtype=np.int64)
         pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
-        for part, host in _routes(run, pairs, numba_ok and cons is None, budget):
+        for part, host in _routes(run, pairs, numba_ok, budget):
             if host:
                 if run.full_with(part):
                     flush()  # the children's widths become exact
@@ -131,9 +131,9 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
 
 def _routes(run: HostRun, pairs: np.ndarray, linear_ok: bool, budget: MemoryBudget):
     """A level's pairs as ``(pairs, on the host)`` parts: the pairs too wide for full
-    matrices (:meth:`HostRun.wide`; not in accurate mode) go to the host, which aligns them
-    in linear space; the rest to the host when :meth:`HostRun.small`, else batched. The
-    parts are independent (one level), so the order changes nothing.
+    matrices (:meth:`HostRun.wide`) go to the host, which aligns them in linear space; the
+    rest to the host when :meth:`HostRun.small`, else batched. The parts are independent
+    (one level), so the order changes nothing.
 
     Raises:
         ResourceError: a wide pair does not fit ``budget`` even in linear space.

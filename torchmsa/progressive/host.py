@@ -109,9 +109,8 @@ def run_on_host(
     ``bound`` holds at least each node's columns (a parent's: its children's together).
     ``track`` (accurate mode): the :class:`~torchmsa.progressive.columns.ColumnTracker` whose
     consistency tiles join the scores. A level of one pair of at least
-    ``policy.lone_pair_cells`` cells spreads its column scores over the threads; outside
-    accurate mode pairs of more than ``policy.linear_pair_cells`` are aligned in linear
-    space.
+    ``policy.lone_pair_cells`` cells spreads its column scores over the threads; pairs of
+    more than ``policy.linear_pair_cells`` are aligned in linear space.
 
     Returns ``(child element ids, their elements in the parents)`` on the host.
     """
@@ -168,7 +167,7 @@ def _run(st, levels, bound, scoring, track, policy):
         node_of_seq,
         numba.get_num_threads(),
         policy.lone_pair_cells,
-        policy.linear_pair_cells if track is None else 1 << 62,
+        policy.linear_pair_cells,
     )
     if track is not None:
         track.table.col.copy_(torch.from_numpy(res_col))

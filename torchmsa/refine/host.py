@@ -52,10 +52,10 @@ class HostEdges:
     def evaluate(self, codes, rows):
         """As :func:`~torchmsa.refine.evaluate.evaluate_partitions` for edges ``rows``
         (``int64`` tensor) of ``codes``, edge by edge in numba; a lone edge of more than
-        ``policy.threaded_edge_cells`` columns² spreads over the threads. Without a library,
-        alignments of more than ``policy.linear_pair_cells`` columns² evaluate their edges
-        in linear space, side by side on the threads."""
-        if not self.cw and codes.shape[1] ** 2 > self.policy.linear_pair_cells:
+        ``policy.threaded_edge_cells`` columns² spreads over the threads. Alignments of more
+        than ``policy.linear_pair_cells`` columns² evaluate their edges in linear space, side
+        by side on the threads."""
+        if codes.shape[1] ** 2 > self.policy.linear_pair_cells:
             with torch.profiler.record_function("torchmsa.refine_host_linear"):
                 return self._linear(codes, rows)
         threaded = len(rows) == 1 and codes.shape[1] ** 2 > self.policy.threaded_edge_cells
@@ -68,13 +68,10 @@ class HostEdges:
         sides = self.sides[rows.numpy()]
         info = np.empty((len(sides), 4), np.int64)
         ops = np.empty((len(sides), 2 * host.shape[1]), np.uint8)
-        gap, gap_open, ext, t_num, t_den, occ = self.params
+        common = (self.matrix, *self.params, *self.lib, self.cw)
 
         def one(k):
-            evaluate_edge_linear(
-                host, self.weights, sides[k], self.matrix, gap, gap_open, ext, t_num, t_den,
-                occ, info[k], ops[k],
-            )  # fmt: skip
+            evaluate_edge_linear(host, self.weights, sides[k], *common, info[k], ops[k])
 
         threads = min(numba.get_num_threads(), len(sides))
         if threads > 1:  # each edge's rows of info and ops are its own

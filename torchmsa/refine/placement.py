@@ -69,8 +69,7 @@ class Evaluator:
         policy = self.policy
         limit = policy.host_edge_cells if len(rows) == 1 else policy.host_cells
         on_gpu = self.device.type == "cuda"
-        # too wide for full matrices (and no library): the host's linear-space evaluation
-        linear = not (self.library is not None and self.cw) and width**2 > policy.linear_pair_cells
+        linear = width**2 > policy.linear_pair_cells  # the host's linear-space evaluation
         if not on_gpu or linear or -(-len(rows) // self.threads) * width * width <= limit:
             if self.host is None:
                 self.host = HostEdges(
