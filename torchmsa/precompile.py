@@ -134,8 +134,16 @@ def _long(device: str) -> None:
     progressive pass and the refinement, default and accurate mode, every pair taken as too
     wide for full matrices."""
     from torchmsa.config import ExecutionPolicy
+    from torchmsa.cpu import twins
 
-    _align_modes(device, ("default", "accurate"), policy=ExecutionPolicy(linear_pair_cells=0))
+    policy = ExecutionPolicy(linear_pair_cells=0)
+    _align_modes(device, ("default", "accurate"), policy=policy)
+    saved = twins.SERIAL_CELLS
+    twins.SERIAL_CELLS = -1  # the parallel variants too
+    try:
+        _align_modes(device, ("default", "accurate"), policy=policy)
+    finally:
+        twins.SERIAL_CELLS = saved
 
 
 def _on_gpu(modes: tuple[str, ...]) -> Callable[[str], None]:

@@ -102,7 +102,7 @@ def _block_scores(i0, i1, prof_a, da, terms, raw, S, tile):
     ``cpu/rules/consistency_tile.add_tile`` adds it."""
     mb, inv_b, dbf = terms
     for i in range(i0, i1):
-        score_row(i, prof_a, mb, da, inv_b, dbf, raw, S[i - i0])
+        score_row(i, prof_a, mb, da, inv_b, dbf, raw, S, i - i0)
     ti, tj, tv, cweight, denom = tile
     for t in range(np.searchsorted(ti, i0), np.searchsorted(ti, i1)):
         if tv[t] != 0:

@@ -148,7 +148,7 @@ def last_row_end(hp, n, m, mode, best, bi, bj):
     return np.int64(best), np.int64(bi), np.int64(bj)
 
 
-@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
 def first_row(hp, m, open_a, close_a, res_b, ext, mode):
     """Row 0 of H into ``hp[0 .. m]`` (the boundary of ``dp.fill_scalar``)."""
     hp[0] = 0
@@ -160,7 +160,9 @@ def first_row(hp, m, open_a, close_a, res_b, ext, mode):
             hp[j] = 0
 
 
-@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+# inlined where it is called (numba IR): compiled once inside each caller rather than on its own
+# and again by LLVM's inliner (a second of every first align)
+@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
 def fill_block(i_lo, i_hi, m, S, s0, costs, ext, mode, hp, f, trace, t0, keep, best, bi, bj):
     """Rows ``i_lo .. i_hi`` of :func:`fill_rows`, columns ``0 .. m``, from row ``i_lo - 1``.
 
@@ -178,10 +180,16 @@ def fill_block(i_lo, i_hi, m, S, s0, costs, ext, mode, hp, f, trace, t0, keep, b
     e = np.empty(m + 1, np.int32)
     u = np.empty(m + 1, np.int32)
     bits = np.empty(m + 1, np.uint8)
-    rb = res_b[: m + 1].astype(np.int32)
-    # gaps in b face a's row i: each row scales these by res_a[i] where they are used
-    ob = open_b[: m + 1].astype(np.int32)
-    cb = close_b[: m + 1].astype(np.int32)
+    # gaps in b face a's row i: each row scales these by res_a[i] where they are used. Loops,
+    # not slices and astype: a slice's shape checks compile error paths (seconds of a first
+    # align).
+    rb = np.empty(m + 1, np.int32)
+    ob = np.empty(m + 1, np.int32)
+    cb = np.empty(m + 1, np.int32)
+    for j in range(m + 1):
+        rb[j] = res_b[j]
+        ob[j] = open_b[j]
+        cb[j] = close_b[j]
     ext = np.int32(ext)
     zero = np.int32(0)
     scan_ok = m * int(ext) < SCAN_LIMIT
@@ -239,7 +247,8 @@ def fill_block(i_lo, i_hi, m, S, s0, costs, ext, mode, hp, f, trace, t0, keep, b
                     break
         cur, nxt = nxt, cur
     if (i_hi - i_lo + 1) % 2 == 1 and i_hi >= i_lo:  # the last row is in hn
-        hp[: m + 1] = hn[: m + 1]
+        for j in range(m + 1):
+            hp[j] = hn[j]
     return best, bi, bj
 
 

@@ -234,10 +234,14 @@ def _merge_nodes(
             q = lo + k
             kids = _kids(q, pairs, cols, weights, *args)
             ops = ops_buf[ops_off[k] : ops_off[k + 1]]
-            if cols[pairs[q, 0]] * cols[pairs[q, 1]] > linear_cells:
-                widths[k] = _pair_dp_linear(q, pairs, kids, matrix, ops, *lin_args)
+            wx, wy = weights[pairs[q, 0]], weights[pairs[q, 1]]
+            if _LINEAR_PATH:  # a compile-time constant: the other branch is not compiled
+                if cols[pairs[q, 0]] * cols[pairs[q, 1]] > linear_cells:
+                    widths[k] = _pair_dp_linear(q, pairs, kids, matrix, ops, *lin_args)
+                else:
+                    S = column_scores(kids[0], kids[2], matrix, wx, wy, occ_shift)
+                    widths[k] = _pair_dp(q, pairs, kids, S, ops, *dp_args)
             else:
-                wx, wy = weights[pairs[q, 0]], weights[pairs[q, 1]]
                 S = column_scores(kids[0], kids[2], matrix, wx, wy, occ_shift)
                 widths[k] = _pair_dp(q, pairs, kids, S, ops, *dp_args)
         if lone:  # one wide pair (a link of a deep chain): its column scores on every thread
@@ -285,16 +289,29 @@ def _scores_one_thread(prof_a, prof_b, matrix, wa, wb, occ_shift, threads):
     return column_scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
 
 
+# Pairs above ``linear_cells`` are aligned in linear space only in the ``_linear`` twins; the
+# others, for runs without such pairs, leave that code out (a first align compiles 6 s less).
+_LINEAR_PATH = False
+_ONE = {"column_scores_threaded": _scores_one_thread}
 _merge_parallel = njit(cache=True, parallel=True)(_merge_nodes)
-_merge_serial = njit(cache=True, nogil=True)(
-    twin(_merge_nodes, column_scores_threaded=_scores_one_thread)
+_merge_serial = njit(cache=True, nogil=True)(twin(_merge_nodes, **_ONE))
+_LINEAR = {"_LINEAR_PATH": True}
+_merge_parallel_linear = njit(cache=True, parallel=True)(twin(_merge_nodes, "_linear", **_LINEAR))
+_merge_serial_linear = njit(cache=True, nogil=True)(
+    twin(_merge_nodes, "_serial_linear", **_ONE, **_LINEAR)
 )
 
 
-def merge_nodes(pairs, level_start, n_leaves, cols, weights, seq_off, *rest):
+def merge_nodes(pairs, level_start, n_leaves, cols, weights, seq_off, *rest, wide=False):
     """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent) level after level (the
     arguments and results of :func:`_merge_nodes`), on the threads, or on one thread when
-    ``Q`` pairs as long as the longest sequence make few cells (:mod:`torchmsa.cpu.twins`)."""
+    ``Q`` pairs as long as the longest sequence make few cells (:mod:`torchmsa.cpu.twins`).
+    ``wide``: some pair may have more than ``linear_cells`` cells (the variants that align
+    those in linear space; the others align them with whole matrices)."""
     longest = int(np.diff(seq_off).max()) if len(seq_off) > 1 else 0
-    run = _merge_serial if serial(len(pairs) * longest * longest) else _merge_parallel
+    one = serial(len(pairs) * longest * longest)
+    if wide:
+        run = _merge_serial_linear if one else _merge_parallel_linear
+    else:
+        run = _merge_serial if one else _merge_parallel
     return run(pairs, level_start, n_leaves, cols, weights, seq_off, *rest)

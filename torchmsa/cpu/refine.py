@@ -147,7 +147,7 @@ def _edge_groups(codes, weights, side, n_alpha, gap, gap_open, t_num, t_den, occ
     return kept_a, idx_a, prof_a, wa, cost_a, kept_b, idx_b, prof_b, wb, cost_b
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _current_path(width, kept_a, kept_b):
     """``(ops, n_ops)``: the path of the current alignment between the groups' kept
     columns (every column is in A, in B or in both: no column is all gaps)."""

@@ -168,6 +168,7 @@ def _run(st, levels, bound, scoring, track, policy):
         numba.get_num_threads(),
         policy.lone_pair_cells,
         policy.linear_pair_cells,
+        wide=bool((bound[pairs[:, 0]] * bound[pairs[:, 1]] > policy.linear_pair_cells).any()),
     )
     if track is not None:
         track.table.col.copy_(torch.from_numpy(res_col))

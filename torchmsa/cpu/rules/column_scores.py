@@ -60,7 +60,7 @@ def column_scores_threaded(prof_a, prof_b, matrix, wa, wb, occ_shift, threads):
     for c in prange(chunks):
         raw = np.empty(m, np.float64)
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            score_row(i, rows, mb, d_rows, inv_b, dbf, raw, out[i])
+            score_row(i, rows, mb, d_rows, inv_b, dbf, raw, out, i)
     if not flip:
         return out
     S = np.empty((m, n), np.int32)
@@ -87,7 +87,7 @@ def _sparse_rows(prof_a, prof_b, matrix, da, db):
     S = np.empty((prof_a.shape[0], prof_b.shape[0]), np.int32)
     raw = np.empty(prof_b.shape[0], np.float64)
     for i in range(prof_a.shape[0]):
-        score_row(i, prof_a, mb, da, inv_b, dbf, raw, S[i])
+        score_row(i, prof_a, mb, da, inv_b, dbf, raw, S, i)
     return S
 
 
@@ -107,10 +107,10 @@ def row_terms(prof_b, matrix, db):
 
 
 @njit(cache=True, nogil=True)
-def score_row(i, prof_a, mb, da, inv_b, dbf, raw, out):
-    """Row ``i`` of :func:`_sparse_rows` into ``out`` (``int32 [m]``; ``raw``: float64 scratch
-    of one row); the linear-space profile DP (``cpu/dp_profile_linear.py``) scores its blocks
-    of rows with it."""
+def score_row(i, prof_a, mb, da, inv_b, dbf, raw, S, si):
+    """Row ``i`` of :func:`_sparse_rows` into ``S[si]`` (``raw``: float64 scratch of one row);
+    the linear-space profile DP (``cpu/dp_profile_linear.py``) scores its blocks of rows with
+    it."""
     n_alpha, m = mb.shape
     # a column of one residue type (every column of a single sequence) scales one row of
     # M P_bᵀ: no sum to clear and accumulate
@@ -139,4 +139,4 @@ def score_row(i, prof_a, mb, da, inv_b, dbf, raw, out):
         q = np.floor(raw[j] * inv_a * inv_b[j])
         q -= q * d > raw[j]
         q += (q + 1.0) * d <= raw[j]
-        out[j] = np.int32(q)
+        S[si, j] = np.int32(q)

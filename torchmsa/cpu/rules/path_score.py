@@ -27,7 +27,7 @@ def path_score(S, open_a, close_a, open_b, close_b, res_a, res_b, ext, ops, n_op
     return score + path_gaps(open_a, close_a, open_b, close_b, res_a, res_b, ext, ops, n_ops)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def path_gaps(open_a, close_a, open_b, close_b, res_a, res_b, ext, ops, n_ops):
     """The gap costs of the path ``ops[:n_ops]`` (negative), by the DP's global-mode rules.
 
