@@ -39,6 +39,7 @@ from torchmsa.pipeline.shortcuts import apply_shortcuts
 from torchmsa.pipeline.trees import alignment_tree
 from torchmsa.progressive import quantize_weights
 from torchmsa.sequences import SequenceBatch, as_records
+from torchmsa.stages import stage
 
 __all__ = ["add", "merge"]
 
@@ -98,7 +99,7 @@ def add(
         dev = resolve_device(device)
         impl = resolve_backend(backend, dev)
         msa = as_msa(alignment, "alignment")
-        with torch.profiler.record_function("torchmsa.encode"):
+        with stage("encode"):
             records = as_records(seqs)
             if not records:
                 raise ArgumentError("`seqs` holds no sequences; give the sequences to add")
@@ -109,7 +110,7 @@ def add(
         scoring = profile_scoring(alphabet, custom, offset=offset, config=config.scoring)
         weights = _reference_weights(ref, config, policy, budget)
         gap = alphabet.gap_code
-        with torch.profiler.record_function("torchmsa.reference_profile"):
+        with stage("reference_profile"):
             prof = reference_profile(ref.codes, weights, scoring, alphabet.size, gap)
         bar = ProgressBar(len(new), progress, "adding")
         codes, kept = add_codes(
@@ -181,7 +182,7 @@ def merge(
         dev = resolve_device(device)
         impl = resolve_backend(backend, dev)
         msa_a, msa_b = as_msa(aln_a, "aln_a"), as_msa(aln_b, "aln_b")
-        with torch.profiler.record_function("torchmsa.encode"):
+        with stage("encode"):
             alphabet = shared_alphabet(seqtype, [msa_a, msa_b])
             a, b = encode_msa(msa_a, alphabet, dev), encode_msa(msa_b, alphabet, dev)
         offset = job_offset(alphabet, len(msa_a) + len(msa_b), config=config.scoring)

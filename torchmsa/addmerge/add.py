@@ -14,6 +14,7 @@ from torchmsa.constants import GLOBAL
 from torchmsa.errors import ResourceError
 from torchmsa.ops.profile import profile_align
 from torchmsa.progressive import ProfileScoring
+from torchmsa.stages import stage
 
 __all__ = ["ADD_CELL_BYTES", "add_codes", "batches"]
 
@@ -86,7 +87,7 @@ def add_codes(
         )
     placed: list[Placed] = []
     done = 0
-    with torch.profiler.record_function("torchmsa.add_paths"):
+    with stage("add_paths"):
         for lo, hi in batches(cells, max_cells):
             placed.append(
                 _align_batch(ref, codes, lengths, order[lo:hi], width, scoring, backend, fragments)
@@ -94,7 +95,7 @@ def add_codes(
             done += hi - lo
             if progress is not None:
                 progress(done, n_new)
-    with torch.profiler.record_function("torchmsa.add_layout"):
+    with stage("add_layout"):
         return _assemble(ref_codes, placed, codes, lengths, width, gap, keep_length)
 
 

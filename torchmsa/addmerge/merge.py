@@ -23,6 +23,7 @@ from torchmsa.consistency import Library, LocalScoring, entry_values, local_libr
 from torchmsa.progressive import ProfileScoring
 from torchmsa.refine import evaluate_partitions, merge_groups
 from torchmsa.refine.evaluate import State
+from torchmsa.stages import stage
 
 __all__ = ["MERGE_CONSISTENCY_WEIGHT", "side_by_side", "ungapped", "cross_library", "merge_codes"]
 
@@ -115,7 +116,7 @@ def merge_codes(
             not read here).
         policy, budget: as everywhere (never change the result).
     """
-    with torch.profiler.record_function("torchmsa.merge_profiles"):
+    with stage("merge_profiles"):
         device = codes_a.device
         both = side_by_side(codes_a, codes_b, gap)
         live = (both != gap).any(0)

@@ -12,6 +12,7 @@ from torchmsa.config import ConsistencyConfig, ExecutionPolicy, MemoryBudget
 from torchmsa.constants import LOCAL, OP_LEFT, OP_MATCH, OP_UP, SEMIGLOBAL
 from torchmsa.errors import ResourceError
 from torchmsa.ops.pairwise import pairwise_align_codes, pairwise_score_codes
+from torchmsa.stages import stage
 
 __all__ = [
     "Library",
@@ -195,7 +196,7 @@ def local_library(
             avail,
             f"{budget.source(codes.device)}; or use mode='default'",
         )
-    with torch.profiler.record_function("torchmsa.local_library"):
+    with stage("local_library"):
         return _local_library(
             codes,
             lengths,

@@ -11,6 +11,7 @@ from torchmsa.consistency.library import Library
 from torchmsa.constants import LOCAL
 from torchmsa.ops.pairwise import pairwise_score_codes
 from torchmsa.sequences import segments
+from torchmsa.stages import stage
 
 __all__ = ["terminal_trims"]
 
@@ -100,7 +101,7 @@ def terminal_trims(
         backend: DP backend of the remainders' local alignments.
         policy: ``local_batch_cells`` caps pairs per call times their ops width.
     """
-    with torch.profiler.record_function("torchmsa.terminal_trims"):
+    with stage("terminal_trims"):
         return _terminal_trims(
             lib, codes, lengths, local, min_excess, backend, policy or ExecutionPolicy()
         )

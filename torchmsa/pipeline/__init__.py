@@ -55,6 +55,7 @@ from torchmsa.pipeline.progress import ProgressBar
 from torchmsa.pipeline.scoring import SCORE_SCALE, job_offset, profile_scoring
 from torchmsa.pipeline.shortcuts import apply_shortcuts
 from torchmsa.pipeline.trees import first_tree, given_job_tree, is_newick, tree_order
+from torchmsa.stages import stage
 from torchmsa.tree import Tree
 from torchmsa.tree import build_tree as tree_of_distances
 
@@ -192,7 +193,7 @@ def align_many(
                 results[j] = (codes.to(dev), guide, extra)
         bar.close()
         seconds = time.perf_counter() - t0
-        with torch.profiler.record_function("torchmsa.assemble"):
+        with stage("assemble"):
             common = {
                 "device": str(dev),
                 "seconds": seconds,
@@ -332,7 +333,7 @@ def build_tree(
             return restore_tree(t, job.copies)
         local = local_scoring(b.alphabet, config=config.consistency)
         lib = library(b, local, impl, config=config.consistency, policy=policy, budget=budget)
-        with torch.profiler.record_function("torchmsa.first_tree"):
+        with stage("first_tree"):
             t = tree_of_distances(lib.dist, linkage(config.tree.method), b.names)
         return restore_tree(t, job.copies)
 

@@ -17,6 +17,7 @@ from torchmsa.progressive import Forest, ResidueTable, progressive_align
 from torchmsa.refine import refine
 from torchmsa.scoring import get_scoring
 from torchmsa.sequences import SequenceBatch, segments
+from torchmsa.stages import stage
 from torchmsa.tree import build_tree
 
 __all__ = ["accurate_group", "library", "local_scoring", "cut_ends", "end_block"]
@@ -51,7 +52,7 @@ def accurate_group(
     libs, trees, cuts, ends = [], [], [], []
     for b in batches:
         lib = library(b, local, impl, config=cons_config, policy=policy, budget=budget)
-        with torch.profiler.record_function("torchmsa.first_tree"):
+        with stage("first_tree"):
             trees.append(build_tree(lib.dist, method, b.names) if len(b) > 1 else None)
         head = tail = torch.zeros(len(b), dtype=torch.int64)
         if protein:  # the E-values need the protein scoring's Karlin-Altschul parameters

@@ -16,6 +16,7 @@ from torchmsa.pipeline.placement import host_job
 from torchmsa.pipeline.scoring import job_offset
 from torchmsa.progressive import quantize_weights
 from torchmsa.sequences import SequenceBatch
+from torchmsa.stages import stage
 
 __all__ = ["Job", "prepare_jobs", "group_jobs", "progress_steps", "concat", "tree_weights"]
 
@@ -65,7 +66,7 @@ def prepare_jobs(
     """
     budget = MemoryBudget() if budget is None else budget
     host = torch.device("cpu")
-    with torch.profiler.record_function("torchmsa.encode"):
+    with stage("encode"):
         batches = [SequenceBatch.from_input(x, seqtype, host) for x in inputs]
     jobs = []
     for full in batches:

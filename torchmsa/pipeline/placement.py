@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 
 from torchmsa.config import ExecutionPolicy
+from torchmsa.stages import stage
 
 __all__ = ["host_job", "thread_cap", "entry_section"]
 
@@ -49,13 +50,12 @@ def entry_section(name: str, policy: ExecutionPolicy):
     """What a public entry point (``align``, ``build_tree``, ``add``, ``merge``) runs inside:
     torchmsa's process-wide numba lock (:func:`torchmsa.runtime.parallel_section`), a profiler
     range ``torchmsa.<name>``, and ``policy``'s thread cap (:func:`thread_cap`)."""
-    import torch
 
     from torchmsa import runtime
 
     with (
         runtime.parallel_section(),
-        torch.profiler.record_function(f"torchmsa.{name}"),
+        stage(name),
         thread_cap(policy.threads),
     ):
         yield

@@ -4,10 +4,10 @@ bar where tqdm is not installed)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 import time
+
+from torchmsa import stages
 
 __all__ = ["DELAY", "ProgressBar", "StageTimes"]
 
@@ -95,8 +95,8 @@ class ProgressBar:
 
 
 class StageTimes:
-    """Seconds per pipeline stage, from the ``torchmsa.<stage>`` ranges of
-    ``torch.profiler.record_function`` recorded while the block runs (``-v``)::
+    """Seconds per pipeline stage (:func:`torchmsa.stages.stage`) while the block runs
+    (``-v``)::
 
         with StageTimes() as times:
             torchmsa.align(...)
@@ -108,25 +108,20 @@ class StageTimes:
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
-        self._prof = None
+        self._stages: dict[str, list[float]] = {}
+
+    def _add(self, name: str, start: float, took: float) -> None:
+        at = self._stages.setdefault(name, [start, 0.0])
+        at[1] += took
 
     def __enter__(self) -> StageTimes:
-        import torch
-
-        self._prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
-        with _quiet_stderr():  # the profiler logs its start and stop there
-            self._prof.__enter__()
+        stages.listen(self._add)
         return self
 
     def __exit__(self, *exc) -> None:
-        with _quiet_stderr():
-            self._prof.__exit__(*exc)
-        stages: dict[str, list[float]] = {}
-        for e in self._prof.events():
-            if e.name.startswith("torchmsa."):
-                at = stages.setdefault(e.name[len("torchmsa.") :], [e.time_range.start, 0.0])
-                at[1] += e.time_range.elapsed_us() / 1e6
-        self.seconds = {k: v[1] for k, v in sorted(stages.items(), key=lambda kv: kv[1][0])}
+        stages.unlisten(self._add)
+        ordered = sorted(self._stages.items(), key=lambda kv: kv[1][0])
+        self.seconds = {k: v[1] for k, v in ordered}
 
     def report(self) -> str:
         """One ``torchmsa: stage <name> <seconds> s`` line per stage."""
@@ -134,22 +129,3 @@ class StageTimes:
         return "".join(
             f"torchmsa: stage {k:<{width}} {v:9.3f} s\n" for k, v in self.seconds.items()
         )
-
-
-@contextlib.contextmanager
-def _quiet_stderr():
-    """File descriptor 2 pointed at the null device for the block (C++ logging included)."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):
-        yield
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)

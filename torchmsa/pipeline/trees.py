@@ -15,6 +15,7 @@ from torchmsa.ops.backend import resolve_backend, resolve_device
 from torchmsa.pipeline.accurate import library, local_scoring
 from torchmsa.pipeline.jobs import prepare_jobs
 from torchmsa.sequences import SequenceBatch
+from torchmsa.stages import stage
 from torchmsa.tree import Tree, from_newick, tree_from_tensor
 
 __all__ = [
@@ -65,7 +66,7 @@ def first_tree(
     """The first guide tree (``method`` from :func:`~torchmsa.pipeline.modes.first_tree_method`):
     PartTree, single linkage on LCS distances (streamed: memory linear in N), or 6-mer
     distances and a linkage (an N x N matrix, up to ``TreeConfig.parttree_min_n``)."""
-    with torch.profiler.record_function("torchmsa.first_tree"):
+    with stage("first_tree"):
         if method == "parttree":
             from torchmsa.parttree import parttree
 
@@ -92,7 +93,7 @@ def alignment_tree(
 ) -> Tree:
     """Default mode's second guide tree: ``method``'s linkage of the p-distances of an
     alignment's rows (:func:`alignment_distances`)."""
-    with torch.profiler.record_function("torchmsa.alignment_tree"):
+    with stage("alignment_tree"):
         check_full_matrix(codes.shape[0], codes.device, method, budget=budget)
         dist = alignment_distances(codes, gap, policy=policy)
         return tree_from_tensor(dist, method, names, policy=policy)

@@ -25,6 +25,7 @@ from torchmsa.progressive.host import HostRun, check_linear
 from torchmsa.progressive.level import align_level, split_level
 from torchmsa.progressive.nodes import Nodes
 from torchmsa.progressive.scoring import WEIGHT_TOTAL, ProfileScoring, quantize_weights
+from torchmsa.stages import stage
 
 __all__ = [
     "Forest",
@@ -67,7 +68,7 @@ def progressive_align(
     Returns:
         Each job's alignment width.
     """
-    with torch.profiler.record_function("torchmsa.progressive_pass"):
+    with stage("progressive_pass"):
         return _progressive(
             table,
             lengths,

@@ -21,6 +21,7 @@ from torchmsa.cpu.merge import merge_nodes
 from torchmsa.errors import ResourceError
 from torchmsa.progressive.nodes import Nodes, ranges
 from torchmsa.progressive.scoring import ProfileScoring
+from torchmsa.stages import stage
 
 __all__ = ["HostRun", "run_on_host", "check_linear"]
 
@@ -115,7 +116,7 @@ def run_on_host(
     Returns ``(child element ids, their elements in the parents)`` on the host.
     """
     policy = policy or ExecutionPolicy()
-    with torch.profiler.record_function("torchmsa.progressive_host"):
+    with stage("progressive_host"):
         return _run(st, levels, bound, scoring, track, policy)
 
 

@@ -32,6 +32,7 @@ from torchmsa.ops.rules.path_columns import path_columns
 from torchmsa.ops.rules.residue_factors import residue_factors
 from torchmsa.progressive.nodes import Nodes, excl, upload
 from torchmsa.progressive.scoring import ProfileScoring
+from torchmsa.stages import stage
 
 __all__ = ["Layout", "LevelInputs", "align_level", "kid_profiles", "split_level"]
 
@@ -74,7 +75,7 @@ def align_level(
     Returns ``(child element ids, their elements in the parents, the level's DP inputs)``, the
     first two on ``device``.
     """
-    with torch.profiler.record_function("torchmsa.progressive_level"):
+    with stage("progressive_level"):
         P = len(pairs)
         kids = np.concatenate([pairs[:, 0], pairs[:, 1]])
         cols = st.cols[kids]

@@ -24,6 +24,7 @@ from torchmsa.progressive import ProfileScoring
 from torchmsa.refine.evaluate import evaluate_partitions
 from torchmsa.refine.partitions import edge_sides, partitions
 from torchmsa.refine.placement import Evaluator
+from torchmsa.stages import stage
 
 __all__ = ["refine", "partitions", "evaluate_partitions", "merge_groups"]
 
@@ -59,7 +60,7 @@ def refine(
         policy: where evaluations run (never changes the result).
         budget: the memory a batched evaluation may plan for.
     """
-    with torch.profiler.record_function("torchmsa.refine"):
+    with stage("refine"):
         return _refine(
             codes,
             tree,
@@ -93,7 +94,7 @@ def _refine(
     applied = 0
     every = torch.arange(len(parts))
     for _ in range(max_rounds):
-        with torch.profiler.record_function("torchmsa.refine_round"):
+        with stage("refine_round"):
             codes, (diffs, w_a, w_b, ops) = evaluate(codes, every)
             gains = [d * a * b for d, a, b in zip(diffs, w_a, w_b)]
             order = [

@@ -23,6 +23,7 @@ from torchmsa.ops.rules.gap_costs import gap_costs
 from torchmsa.ops.rules.path_score import path_scores
 from torchmsa.ops.rules.residue_factors import residue_factors
 from torchmsa.progressive import ProfileScoring
+from torchmsa.stages import stage
 
 __all__ = ["State", "Side", "evaluate_partitions"]
 
@@ -204,7 +205,7 @@ def evaluate_partitions(
         ``(diff, w_a, w_b, ops)``: per edge the DP optimum minus the current path's score, the
         groups' weights (Python ints) and the new path's ops (``uint8`` on the CPU).
     """
-    with torch.profiler.record_function("torchmsa.refine_batch"):
+    with stage("refine_batch"):
         return _evaluate(
             st,
             sides,

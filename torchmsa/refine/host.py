@@ -17,6 +17,7 @@ from torchmsa.cpu.refine import (
     evaluate_edge_linear,
     evaluate_edges,
 )
+from torchmsa.stages import stage
 
 __all__ = ["HostEdges"]
 
@@ -56,11 +57,11 @@ class HostEdges:
         than ``policy.linear_pair_cells`` columns² evaluate their edges in linear space, side
         by side on the threads."""
         if codes.shape[1] ** 2 > self.policy.linear_pair_cells:
-            with torch.profiler.record_function("torchmsa.refine_host_linear"):
+            with stage("refine_host_linear"):
                 return self._linear(codes, rows)
         threaded = len(rows) == 1 and codes.shape[1] ** 2 > self.policy.threaded_edge_cells
-        name = "torchmsa.refine_host_edge" if threaded else "torchmsa.refine_host"
-        with torch.profiler.record_function(name):
+        name = "refine_host_edge" if threaded else "refine_host"
+        with stage(name):
             return self._evaluate(codes, rows, threaded)
 
     def _linear(self, codes, rows):
