@@ -107,12 +107,10 @@ def _kids(q, pairs, cols, weights, *args):
     return _child(a, cols[a], weights[a], *args) + _child(b, cols[b], weights[b], *args)
 
 
-@njit(cache=True, nogil=True)
-def _pair_dp(q, pairs, kids, S, ops, cols, weights, gap_open, ext, t_num, t_den, occ_shift, *cons):
-    """Pair ``q``'s DP on its column scores ``S`` (plus its consistency tile, when ``cons``
-    holds entries) into ``ops``; ``kids``: the children's profiles and boundary weights.
-    Returns the alignment's width."""
-    ent, ent_lo, ent_hi, cweight, seq_off, res_col, node_of_seq = cons
+@njit(cache=True, nogil=True, inline="always")
+def _pair_costs(q, pairs, kids, cols, weights, gap_open, t_num, t_den, occ_shift):
+    """Pair ``q``'s ``(a, n, m, w_a, w_b)`` and its DP costs ``(open_a, close_a, open_b,
+    close_b, res_a, res_b)``: boundary gap costs and residue factors of both children."""
     prof_a, both_a, prof_b, both_b = kids
     a, b = pairs[q, 0], pairs[q, 1]
     n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
@@ -120,10 +118,22 @@ def _pair_dp(q, pairs, kids, S, ops, cols, weights, gap_open, ext, t_num, t_den,
     ob, cb = gap_costs(both_b, wb, gap_open, t_num, t_den, occ_shift)
     ra = residue_factors(prof_a, wa, occ_shift)
     rb = residue_factors(prof_b, wb, occ_shift)
+    return (a, n, m, wa, wb), (oa, ca, ob, cb, ra, rb)
+
+
+@njit(cache=True, nogil=True)
+def _pair_dp(q, pairs, kids, S, ops, cols, weights, gap_open, ext, t_num, t_den, occ_shift, *cons):
+    """Pair ``q``'s DP on its column scores ``S`` (plus its consistency tile, when ``cons``
+    holds entries) into ``ops``; ``kids``: the children's profiles and boundary weights.
+    Returns the alignment's width."""
+    ent, ent_lo, ent_hi, cweight, seq_off, res_col, node_of_seq = cons
+    (a, n, m, wa, wb), costs = _pair_costs(
+        q, pairs, kids, cols, weights, gap_open, t_num, t_den, occ_shift
+    )
     if node_of_seq.size > 0 and ent_hi[q] > ent_lo[q] and n > 0 and m > 0:
         _add_tile(S, a, ent, ent_lo[q], ent_hi[q], seq_off, res_col, node_of_seq, cweight, wa * wb)
     # np.int64, not the literal GLOBAL: the DP compiles once for this and pairwise alignment
-    return profile_align_one(S, oa, ca, ob, cb, ra, rb, ext, np.int64(GLOBAL), ops)[1]
+    return profile_align_one(S, *costs, ext, np.int64(GLOBAL), ops)[1]
 
 
 @njit(cache=True, nogil=True)
@@ -134,12 +144,9 @@ def _pair_dp_linear(
     matrix, no whole consistency tile, the same ops), for pairs of more than
     ``linear_cells`` cells. Returns the alignment's width."""
     ent, ent_lo, ent_hi, cweight, seq_off, res_col, node_of_seq = cons
-    prof_a, both_a, prof_b, both_b = kids
-    a, b = pairs[q, 0], pairs[q, 1]
-    n, m, wa, wb = cols[a], cols[b], weights[a], weights[b]
-    oa, ca = gap_costs(both_a, wa, gap_open, t_num, t_den, occ)
-    ob, cb = gap_costs(both_b, wb, gap_open, t_num, t_den, occ)
-    costs = (oa, ca, ob, cb, residue_factors(prof_a, wa, occ), residue_factors(prof_b, wb, occ))
+    (a, n, m, wa, wb), costs = _pair_costs(
+        q, pairs, kids, cols, weights, gap_open, t_num, t_den, occ
+    )
     tile = no_tile()
     if node_of_seq.size > 0 and ent_hi[q] > ent_lo[q]:
         lo, hi = ent_lo[q], ent_hi[q]
@@ -152,6 +159,7 @@ def _pair_dp_linear(
         ti, tj, tv = tile_cells(key, ent[4, lo:hi].copy(), m)
         tile = (ti, tj, tv, np.int64(cweight), wa * wb)
     rows = block_rows(n, m)
+    prof_a, prof_b = kids[0], kids[2]
     return profile_align_linear(prof_a, prof_b, matrix, wa, wb, occ, costs, ext, rows, ops, tile)[1]
 
 
