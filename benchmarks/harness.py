@@ -76,9 +76,6 @@ __all__ = [
     "align_kwargs",
     "settings_columns",
     "set_threads",
-    "tree_hwm",
-    "own_hwm",
-    "child_rss",
 ]
 
 
@@ -342,51 +339,3 @@ def markdown_table(rows: list[Mapping], columns: list[str] | None = None) -> str
     for row in rows:
         lines.append("| " + " | ".join(fmt(row.get(c, "")) for c in columns) + " |")
     return "\n".join(lines) + "\n"
-
-
-# ---- peak memory of a child process --------------------------------------------------------
-
-
-def _descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it, read from ``/proc`` (none where it is gone)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as fh:
-                    todo.extend(int(c) for c in fh.read().split())
-        except OSError:
-            pass
-    return out
-
-
-def _hwm(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def tree_hwm(pid: int) -> int:
-    """Bytes: the largest peak resident set (``VmHWM``, since its last ``exec``) among ``pid``
-    and its descendants at this moment; poll it while a child runs."""
-    return max((_hwm(p) for p in _descendants(pid)), default=0)
-
-
-def own_hwm() -> int:
-    """This process's peak resident set in bytes."""
-    return _hwm(os.getpid())
-
-
-def child_rss(ru_maxrss: int, polled: int, parent_hwm: int) -> int:
-    """A child's peak resident set in bytes: ``wait4``'s ``ru_maxrss`` (bytes), unless that may
-    be the parent's own (a child started by ``vfork`` or ``fork`` keeps the high-water mark of
-    the parent's memory through ``exec``: at 3 * 10^5 sequences ``scale`` gave torchmsa and
-    FAMSA the same 9.7 GiB), then the highest ``VmHWM`` polled while it ran."""
-    return ru_maxrss if ru_maxrss > parent_hwm else polled

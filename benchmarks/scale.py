@@ -4,10 +4,8 @@ the true alignment.
 
 Families come from :mod:`benchmarks.evolve` (cached under ``--data``). Every run is a new
 process: wall time includes the interpreter, imports and compilation. Peak RSS is the child's
-(``wait4``, or its process tree's ``VmHWM`` polled while it runs where ``wait4``'s figure may
-be this process's own: :func:`benchmarks.harness.child_rss`); peak GPU memory is torch's
-``max_memory_reserved`` in the torchmsa child, which runs the CLI's ``main`` and then reports
-it. FAMSA runs through pyfamsa in a child
+(``wait4``); peak GPU memory is torch's ``max_memory_reserved`` in the torchmsa child, which
+runs the CLI's ``main`` and then reports it. FAMSA runs through pyfamsa in a child
 (``famsa``: defaults; ``famsa-medoid``: ``tree_heuristic="medoid"``, FAMSA 2's
 ``-medoidtree``), Kalign as its binary. SP/TC count the root's columns (``core.txt``).
 ``mafft`` (its default, FFT-NS-2) can be added with ``--tools``; long sequences take
@@ -31,14 +29,7 @@ import time
 from pathlib import Path
 
 from benchmarks.evolve import EvolveSpec, evolve, write
-from benchmarks.harness import (
-    append_rows,
-    child_rss,
-    markdown_table,
-    own_hwm,
-    run_metadata,
-    tree_hwm,
-)
+from benchmarks.harness import append_rows, markdown_table, run_metadata
 
 TOOLS = ("torchmsa", "famsa", "famsa-medoid", "kalign")
 
@@ -72,23 +63,21 @@ def _child_argv(tool: str, inp: Path, out: Path, args, report: Path) -> list[str
 def run_child(argv: list[str], timeout: float) -> tuple[str, float, int, str]:
     """``(status, wall seconds, peak RSS bytes, last stderr line)`` of one process."""
     with tempfile.TemporaryFile() as err:
-        parent = own_hwm()
         start = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
-        status, polled = "ok", 0
+        status, rss = "ok", 0
         while True:
-            polled = max(polled, tree_hwm(proc.pid))
             pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
+                rss = usage.ru_maxrss * 1024
                 status = "ok" if os.waitstatus_to_exitcode(code) == 0 else "failed"
                 break
             if time.perf_counter() - start > timeout:
                 proc.kill()
                 _, _, usage = os.wait4(proc.pid, 0)
-                status = "timeout"
+                status, rss = "timeout", usage.ru_maxrss * 1024
                 break
             time.sleep(0.05)
-        rss = child_rss(usage.ru_maxrss * 1024, polled, parent)
         wall = time.perf_counter() - start
         proc.returncode = 0  # reaped by wait4
         err.seek(0)

@@ -380,25 +380,3 @@ def test_cold_start_caches_start_empty_and_summaries_compare_with_the_peer(tmp_p
     args = SimpleNamespace(device="cpu", work=tmp_path, timeout=None, backend="cpu", threads=1)
     got = cold_start.warmup_row("default", {}, args)
     assert got["ok"] is False and got["note"] == "this torchmsa has no warmup command"
-
-
-# ---- peak memory of a child ---------------------------------------------------------------
-
-
-def test_a_childs_peak_rss_is_its_own_not_its_large_parents():
-    """``wait4`` gives a child started by a large parent the parent's high-water mark; the
-    scale benchmark reads the child's own ``VmHWM`` then."""
-    import sys
-
-    from benchmarks.scale import run_child
-
-    ballast = bytearray(400 << 20)
-    ballast[::4096] = b"\x01" * len(range(0, len(ballast), 4096))  # resident
-    child = (
-        "x = bytearray(80 << 20); x[::4096] = b'y' * (len(x) // 4096); import time; time.sleep(0.6)"
-    )
-    status, _, rss, _ = run_child([sys.executable, "-c", child], 60)
-    assert status == "ok"
-    assert 80 << 20 < rss < 300 << 20, rss / 2**20
-    assert harness.own_hwm() > 400 << 20
-    del ballast
