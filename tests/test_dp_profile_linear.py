@@ -9,12 +9,12 @@ import pytest
 
 from torchmsa.constants import GLOBAL, OP_LEFT, OP_MATCH, OP_UP
 from torchmsa.cpu.dp import profile_align_one
+from torchmsa.cpu.dp_linear import full_bytes
 from torchmsa.cpu.dp_profile_linear import (
     block_rows,
     linear_path_score,
     no_tile,
     profile_align_linear,
-    profile_full_bytes,
     profile_linear_bytes,
     tile_cells,
 )
@@ -169,5 +169,5 @@ def test_memory_is_linear():
     n = m = 30_000
     rows = block_rows(n, m)
     assert profile_linear_bytes(n, m, rows, A) < 80 << 20
-    assert profile_full_bytes(n, m) > 4 << 30
+    assert full_bytes(n, m) > 4 << 30  # the full path: scores and direction bits
     assert block_rows(0, 5) == 1 and block_rows(1, 5) == 1

@@ -43,7 +43,6 @@ from torchmsa.cpu.rules.trace_step import end_gaps, trace_step
 __all__ = [
     "block_rows",
     "profile_linear_bytes",
-    "profile_full_bytes",
     "profile_align_linear",
     "linear_path_score",
     "tile_cells",
@@ -65,12 +64,6 @@ def profile_linear_bytes(n: int, m: int, rows: int, codes: int = 32) -> int:
     the ops buffer (``n + m``) are the caller's."""
     blocks = max(1, -(-n // rows))
     return 8 * (m + 1) * (blocks + 1) + 5 * (rows + 1) * (m + 1) + 8 * (codes + 5) * (m + 1)
-
-
-def profile_full_bytes(n: int, m: int) -> int:
-    """Bytes ``dp.profile_align_one`` and its column scores allocate for ``n x m`` cells: the
-    ``int32 [n, m]`` scores and the ``uint8 [n + 1, m + 1]`` direction bits."""
-    return 4 * n * m + (n + 1) * (m + 1)
 
 
 @njit(cache=True, nogil=True)

@@ -110,7 +110,7 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
     for g, level in enumerate(forest.levels):
         ids = np.asarray(level, dtype=np.int64)
         pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
-        for part, host in _routes(run, pairs, numba_ok, budget):
+        for part, host in _routes(run, pairs, budget):
             if host:
                 if run.full_with(part):
                     flush()  # the children's widths become exact
@@ -130,7 +130,7 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
     return _assemble(st, table, forest, pieces, device)
 
 
-def _routes(run: HostRun, pairs: np.ndarray, linear_ok: bool, budget: MemoryBudget):
+def _routes(run: HostRun, pairs: np.ndarray, budget: MemoryBudget):
     """A level's pairs as ``(pairs, on the host)`` parts: the pairs too wide for full
     matrices (:meth:`HostRun.wide`) go to the host, which aligns them in linear space; the
     rest to the host when :meth:`HostRun.small`, else batched. The parts are independent
@@ -139,7 +139,7 @@ def _routes(run: HostRun, pairs: np.ndarray, linear_ok: bool, budget: MemoryBudg
     Raises:
         ResourceError: a wide pair does not fit ``budget`` even in linear space.
     """
-    wide = run.wide(pairs) if linear_ok else np.zeros(len(pairs), bool)
+    wide = run.wide(pairs) if run.numba_ok else np.zeros(len(pairs), bool)
     rest = pairs[~wide]
     if len(rest):
         yield rest, run.numba_ok and run.small(rest)

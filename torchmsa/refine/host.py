@@ -64,11 +64,15 @@ class HostEdges:
         with stage(name):
             return self._evaluate(codes, rows, threaded)
 
-    def _linear(self, codes, rows):
+    def _buffers(self, codes, rows):
+        """The host codes, the edges' sides, and their ``info`` and ``ops`` outputs."""
         host = np.ascontiguousarray(codes.cpu().numpy())
         sides = self.sides[rows.numpy()]
         info = np.empty((len(sides), 4), np.int64)
-        ops = np.empty((len(sides), 2 * host.shape[1]), np.uint8)
+        return host, sides, info, np.empty((len(sides), 2 * host.shape[1]), np.uint8)
+
+    def _linear(self, codes, rows):
+        host, sides, info, ops = self._buffers(codes, rows)
         common = (self.matrix, *self.params, *self.lib, self.cw)
 
         def one(k):
@@ -84,10 +88,7 @@ class HostEdges:
         return self._found(info, ops)
 
     def _evaluate(self, codes, rows, threaded):
-        host = np.ascontiguousarray(codes.cpu().numpy())
-        sides = self.sides[rows.numpy()]
-        info = np.empty((len(sides), 4), np.int64)
-        ops = np.empty((len(sides), 2 * host.shape[1]), np.uint8)
+        host, sides, info, ops = self._buffers(codes, rows)
         common = (self.matrix, *self.params, *self.lib, self.cw)
         if threaded:
             # a large lone edge: its column scores and tile spread over the threads
