@@ -213,6 +213,31 @@ def test_strip_fill_matches_reference(seed, n, m, W, n_seg, warm, n_forbid, col,
     assert torch.equal(ckpt.cpu(), want_ckpt), mismatches(ckpt.cpu(), want_ckpt)
 
 
+# cases whose query takes several passes of Q * R rows: one program per pass when piped
+PIPE_CASES = [
+    pytest.param(3, 9, 11, 4, 2, 0, 0, "true", (2, 4, 1), 1, id="n9-Q2R4-3pass-sync1"),
+    pytest.param(4, 11, 9, 2, 3, 1, 6, "zero", (2, 4, 1), 3, id="n11-forbid-Q2R4-sync3"),
+    pytest.param(6, 5, 9, 2, 2, 1, 0, "random", (4, 1, 1), 2, id="n5-random-Q4R1-sync2"),
+    pytest.param(7, 13, 17, 8, 2, 0, 4, "random", (2, 2, 1), 5, id="n13-forbid-Q2R2-sync5"),
+    pytest.param(12, 17, 23, 3, 1, 0, 3, "true", (2, 1, 1), 4, id="n17-W3-Q2R1-9pass"),
+]
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("seed, n, m, W, n_seg, warm, n_forbid, col, shape, sync", PIPE_CASES)
+def test_piped_passes_match_reference(seed, n, m, W, n_seg, warm, n_forbid, col, shape, sync,
+                                      device):  # fmt: skip
+    """Passes run as programs of their own, each a few steps behind the one above, give the
+    same checkpoints and best cells as passes run one after another."""
+    case = make_case(seed, n, m, W, n_seg, warm, n_forbid, col)
+    want_ckpt, want_best = expected(case)
+    for pipe in (True, False):
+        args, ckpt, best = tensors(case, device)
+        strip_fill(*args, ckpt, best, shape=shape, pipe=pipe, sync=sync)
+        assert torch.equal(best.cpu(), want_best), (pipe, mismatches(best.cpu(), want_best))
+        assert torch.equal(ckpt.cpu(), want_ckpt), (pipe, mismatches(ckpt.cpu(), want_ckpt))
+
+
 @pytest.mark.interpreter
 def test_wide_scores_use_unpacked_profile(device):
     """Scores outside int8 take the 32-bit query profile."""
@@ -260,6 +285,8 @@ def test_bad_arguments_name_the_argument():
         strip_fill(*args[:9], args[9] + len(ckpt), *args[10:], ckpt, best)
     with pytest.raises(ArgumentError, match="`forbid_ptr`"):
         strip_fill(*args[:10], args[10] + 1, args[11], ckpt, best)
+    with pytest.raises(ArgumentError, match="`sync`"):
+        strip_fill(*args, ckpt, best, sync=0)
 
 
 @pytest.mark.gpu

@@ -52,6 +52,10 @@ BIG: tl.constexpr = tl.constexpr(constants.BIG)
 # on an H100 (docs/kernels/strip.md; n = 128 and n = 10^4 against 10^7..10^8 residues).
 # choose_shape takes the one of least modelled time for the rows it pads a query to.
 SHAPES = {(32, 4, 1): 435.0, (32, 16, 1): 549.0}
+# A launch of fewer segments than this per SM runs its passes in parallel (``pipe``), each
+# program synchronising with the pass above every ``PIPE_SYNC`` steps.
+PIPE_BELOW = 4
+PIPE_SYNC = 32
 # scores and lengths such that no H, E, F nor column index wraps int32
 SCORE_LIMIT = 1 << 27
 INDEX_LIMIT = 1 << 30
@@ -153,11 +157,11 @@ def _column(
 @triton.jit
 def _strip_end(
     hl, ee, sl, se, bv, bj, bs, end, later, sidx, r0, n, N1, slot, ckpt_ptr, scr_ptr, scr_base,
-    SCR, Q: tl.constexpr, R: tl.constexpr,
+    SCR, Q: tl.constexpr, R: tl.constexpr, PIPE: tl.constexpr,
 ):  # fmt: skip
     """Lanes at their strip's last column (``end``): write their rows of the checkpoint, fold
     their rows' maxima (rows ascending) into their scratch entry (``later``: a pass after the
-    first has written it); returns the reset maxima."""
+    first has written it, in another program when ``PIPE``); returns the reset maxima."""
     o_ck = (slot + sidx).to(tl.int64) * 4 * N1
     lv = sidx * 0
     li = lv
@@ -182,10 +186,10 @@ def _strip_end(
     p_sc = scr_ptr + ((scr_base + sidx) * Q + tl.arange(0, Q))
     plane = SCR * Q
     m_old = end & later
-    ov = tl.load(p_sc, mask=m_old, other=0)
-    oi = tl.load(p_sc + plane, mask=m_old, other=0)
-    oj = tl.load(p_sc + 2 * plane, mask=m_old, other=0)
-    os = tl.load(p_sc + 3 * plane, mask=m_old, other=0)
+    ov = _shared_load(p_sc, m_old, 0, PIPE)
+    oi = _shared_load(p_sc + plane, m_old, 0, PIPE)
+    oj = _shared_load(p_sc + 2 * plane, m_old, 0, PIPE)
+    os = _shared_load(p_sc + 3 * plane, m_old, 0, PIPE)
     new = lv > ov
     tl.store(p_sc, tl.where(new, lv, ov), mask=end)
     tl.store(p_sc + plane, tl.where(new, li, oi), mask=end)
@@ -194,9 +198,36 @@ def _strip_end(
     return n_bv
 
 
+@triton.jit
+def _shared_load(ptr, mask, other, PIPE: tl.constexpr):
+    """A load of what another program may have written (``PIPE``): from L2, past this SM's L1."""
+    if PIPE:
+        return tl.load(ptr, mask=mask, other=other, cache_modifier=".cg")
+    else:
+        return tl.load(ptr, mask=mask, other=other)
+
+
+@triton.jit
+def _pipe_sync(flag_ptr, t, L, B, kp, Q: tl.constexpr):
+    """Before step ``t`` of pass ``kp`` (every ``B`` steps): publish the columns of the
+    horizontal buffer this pass has written (its last lane wrote column ``t - Q + 1`` at step
+    ``t - 1``), then wait until the pass above has published the ``B`` columns lane 0 reads
+    next. ``flag_ptr`` points at this pass's counter, the one above it precedes it."""
+    if t % B == 0:
+        tl.debug_barrier()
+        done = tl.minimum(tl.maximum(t - Q + 1, 0), L)
+        tl.atomic_xchg(flag_ptr, done, sem="release", scope="gpu")
+        if kp > 0:
+            need = tl.minimum(t + B, L)
+            got = tl.atomic_add(flag_ptr - 1, 0, sem="acquire", scope="gpu")
+            while got < need:
+                got = tl.atomic_add(flag_ptr - 1, 0, sem="acquire", scope="gpu")
+            tl.debug_barrier()
+
+
 # Sizes, costs and offsets vary from launch to launch: specialising on them would compile new
 # variants mid-run (decision 0037).
-@triton.jit(do_not_specialize=["WPR", "A", "n", "m", "go", "ge", "W", "NB", "SCR"])
+@triton.jit(do_not_specialize=["WPR", "A", "n", "m", "go", "ge", "W", "NB", "SCR", "SYNC"])
 def _strip_fwd_kernel(
     prof_ptr,
     WPR,
@@ -221,20 +252,40 @@ def _strip_fwd_kernel(
     scr_ptr,
     scr_off_ptr,
     SCR,
+    flag_ptr,
+    SYNC,
     Q: tl.constexpr,
     R: tl.constexpr,
     EB: tl.constexpr,
     FORBID: tl.constexpr,
+    PIPE: tl.constexpr,
 ):
-    """Fill segment ``program_id(0)``: its strips' checkpoints and best cells."""
-    c = tl.program_id(0).to(tl.int64)
+    """Fill segment ``program_id(0)``: its strips' checkpoints and best cells. With ``PIPE``,
+    ``C * passes`` programs: each takes a ticket from the counter at ``flag_ptr[C * passes]``
+    (ticket ``C kp + c``: pass ``kp`` of segment ``c``) and runs that pass alone, ``SYNC`` steps
+    at most behind the pass above through its counter ``flag_ptr[c * passes + kp]`` (a program
+    waits only on one that took an earlier ticket, so on one already running)."""
+    N1 = n + 1
+    n_pass = tl.cdiv(n, Q * R)
+    if PIPE:
+        C = tl.num_programs(0) // n_pass
+        tk = tl.atomic_add(flag_ptr + tl.num_programs(0), 1).to(tl.int64)
+        c = tk % C
+        kp_lo = (tk // C).to(tl.int32)
+        kp_hi = kp_lo + 1
+        hb_plane = tl.load(hb_off_ptr + C)  # total columns of the launch
+    else:
+        c = tl.program_id(0).to(tl.int64)
+        kp_lo = 0
+        kp_hi = n_pass
+        hb_plane = tl.load(hb_off_ptr + tl.num_programs(0))
+    p_flag = flag_ptr + c * n_pass + kp_lo
     lo = tl.load(lo_ptr + c)
     hi = tl.load(hi_ptr + c)
     slot = tl.load(slot_ptr + c)
     ns = hi - lo
     j_base = lo * W
     L = tl.maximum(tl.minimum(hi * W, m) - j_base, 0)
-    N1 = n + 1
     p_col = col_ptr + c * 4 * N1
     hb_base = tl.load(hb_off_ptr + c)
     scr_base = tl.load(scr_off_ptr + c)
@@ -243,9 +294,7 @@ def _strip_fwd_kernel(
     src_lane = tl.maximum(o_q - 1, 0)
     lane0 = o_q == 0
     lane_last = o_q == Q - 1
-    hb_plane = tl.load(hb_off_ptr + tl.num_programs(0))  # total columns of the launch
-    n_pass = tl.cdiv(n, Q * R)
-    for kp in range(0, n_pass):
+    for kp in range(kp_lo, kp_hi):
         r0 = kp * (Q * R) + o_q * R  # [Q] the row above the lane's first row
         later = zero + kp > 0  # [Q]
         hb_rd = lane0 & later  # lane 0 reads the pass above
@@ -312,6 +361,8 @@ def _strip_fwd_kernel(
             start = tl.where(sk == 0, 0, tl.maximum(e_prev2 + Q - 1, e_prev - 1))
             m_end = e_prev + Q - 1
             for t in range(start, m_end):
+                if PIPE:
+                    _pipe_sync(p_flag, t, L, SYNC, kp, Q)
                 j = j_base + t - o_q + 1
                 u = j - j_base
                 act = (u >= 1) & (u <= L)
@@ -321,10 +372,10 @@ def _strip_fwd_kernel(
                 g_sf = tl.gather(out_sf, src_lane, 0)
                 m_hb = hb_rd & act
                 p_hb = hb_ptr + (hb_base + u - 1)
-                up_h = tl.where(lane0, tl.load(p_hb, mask=m_hb, other=0), g_h)
-                up_f = tl.where(lane0, tl.load(p_hb + hb_plane, mask=m_hb, other=NEG), g_f)
-                up_s = tl.where(lane0, tl.load(p_hb + 2 * hb_plane, mask=m_hb, other=0), g_s)
-                up_sf = tl.where(lane0, tl.load(p_hb + 3 * hb_plane, mask=m_hb, other=0), g_sf)
+                up_h = tl.where(lane0, _shared_load(p_hb, m_hb, 0, PIPE), g_h)
+                up_f = tl.where(lane0, _shared_load(p_hb + hb_plane, m_hb, NEG, PIPE), g_f)
+                up_s = tl.where(lane0, _shared_load(p_hb + 2 * hb_plane, m_hb, 0, PIPE), g_s)
+                up_sf = tl.where(lane0, _shared_load(p_hb + 3 * hb_plane, m_hb, 0, PIPE), g_sf)
                 sc = _scores(prof_ptr, s_ptr, j, act, WPR, A, r0, R, EB)
                 hl, ee, sl, se, bv, bj, bs, fn, fp, out_h, out_f, out_s, out_sf = _column(
                     hl, ee, sl, se, bv, bj, bs, fn, fp, fe, d, ds, up_h, up_f, up_s, up_sf, sc,
@@ -340,13 +391,15 @@ def _strip_fwd_kernel(
                 end = act & (u == nxt)
                 bv = _strip_end(
                     hl, ee, sl, se, bv, bj, bs, end, later, sidx, r0, n, N1, slot, ckpt_ptr,
-                    scr_ptr, scr_base, SCR, Q, R,
+                    scr_ptr, scr_base, SCR, Q, R, PIPE,
                 )  # fmt: skip
                 sidx = sidx + end.to(tl.int32)
                 nxt = tl.where(end, tl.minimum(nxt + W, L), nxt)
             q_lo = tl.maximum(start, m_end)
             q_end = tl.where(sk < ns, tl.minimum((sk + 1) * W, L) - 1, q_lo)
             for t in range(q_lo, q_end):
+                if PIPE:
+                    _pipe_sync(p_flag, t, L, SYNC, kp, Q)
                 j = j_base + t - o_q + 1
                 g_h = tl.gather(out_h, src_lane, 0)
                 g_f = tl.gather(out_f, src_lane, 0)
@@ -354,10 +407,10 @@ def _strip_fwd_kernel(
                 g_sf = tl.gather(out_sf, src_lane, 0)
                 m_hb = hb_rd
                 p_hb = hb_ptr + (hb_base + (j - j_base) - 1)
-                up_h = tl.where(lane0, tl.load(p_hb, mask=m_hb, other=0), g_h)
-                up_f = tl.where(lane0, tl.load(p_hb + hb_plane, mask=m_hb, other=NEG), g_f)
-                up_s = tl.where(lane0, tl.load(p_hb + 2 * hb_plane, mask=m_hb, other=0), g_s)
-                up_sf = tl.where(lane0, tl.load(p_hb + 3 * hb_plane, mask=m_hb, other=0), g_sf)
+                up_h = tl.where(lane0, _shared_load(p_hb, m_hb, 0, PIPE), g_h)
+                up_f = tl.where(lane0, _shared_load(p_hb + hb_plane, m_hb, NEG, PIPE), g_f)
+                up_s = tl.where(lane0, _shared_load(p_hb + 2 * hb_plane, m_hb, 0, PIPE), g_s)
+                up_sf = tl.where(lane0, _shared_load(p_hb + 3 * hb_plane, m_hb, 0, PIPE), g_sf)
                 sc = _scores(prof_ptr, s_ptr, j, j >= 0, WPR, A, r0, R, EB)
                 hl, ee, sl, se, bv, bj, bs, fn, fp, out_h, out_f, out_s, out_sf = _column(
                     hl, ee, sl, se, bv, bj, bs, fn, fp, fe, d, ds, up_h, up_f, up_s, up_sf, sc,
@@ -372,14 +425,18 @@ def _strip_fwd_kernel(
                 tl.store(p_hb + 3 * hb_plane, out_sf, mask=m_st)
         # the horizontal buffer and the scratch entries are read by other threads
         tl.debug_barrier()
+        if PIPE:
+            tl.atomic_xchg(p_flag, L, sem="release", scope="gpu")
+    # the best cells, once the last pass has folded its rows into the scratch entries
     plane = SCR * Q
-    for sk in range(0, ns):
+    ns_out = tl.where(kp_hi == n_pass, ns, 0)
+    for sk in range(0, ns_out):
         p_sc = scr_ptr + ((scr_base + sk) * Q + o_q)
         has = zero + n_pass > 0
-        v = tl.load(p_sc, mask=has, other=0)
-        vi = tl.load(p_sc + plane, mask=has, other=0)
-        vj = tl.load(p_sc + 2 * plane, mask=has, other=0)
-        vs = tl.load(p_sc + 3 * plane, mask=has, other=0)
+        v = _shared_load(p_sc, has, 0, PIPE)
+        vi = _shared_load(p_sc + plane, has, 0, PIPE)
+        vj = _shared_load(p_sc + 2 * plane, has, 0, PIPE)
+        vs = _shared_load(p_sc + 3 * plane, has, 0, PIPE)
         b_v = tl.max(v, axis=0)
         b_i = tl.min(tl.where(v == b_v, vi, BIG), axis=0)
         hit = (v == b_v) & (vi == b_i)
@@ -435,12 +492,17 @@ def strip_fill(
     best: torch.Tensor,
     *,
     shape: tuple[int, int, int] | None = None,
+    pipe: bool | None = None,
+    sync: int = PIPE_SYNC,
 ):
     """Fill the strips of every segment; writes ``ckpt`` and ``best`` in place.
 
     Arguments are those of decision 0038's kernel contract (``torchmsa/cpu/strip.py``), all on
     one device. ``shape`` pins the launch shape ``(Q, R, num_warps)`` (powers of two; tests),
-    else :func:`choose_shape` picks it. Subject codes past the matrix read its last row.
+    else :func:`choose_shape` picks it. ``pipe`` runs each pass of ``Q * R`` rows of a segment
+    in its own program, ``sync`` steps behind the pass above (``None``: when the query needs
+    more than one pass and there are fewer than :data:`PIPE_BELOW` segments per SM; results
+    are the same either way). Subject codes past the matrix read its last row.
 
     Returns:
         The compiled kernel (register counts for benchmarks), or None when there is no segment.
@@ -477,6 +539,8 @@ def strip_fill(
         raise ArgumentError(f"Invalid `W` argument: {W!r} (a strip width 1 .. {INDEX_LIMIT - 1})")
     if go < 0 or ge < 0 or go >= SCORE_LIMIT or ge >= SCORE_LIMIT:
         raise ArgumentError(f"Invalid gap costs `go`={go!r}, `ge`={ge!r}: 0 .. {SCORE_LIMIT - 1}")
+    if isinstance(sync, bool) or not isinstance(sync, int) or sync < 1:
+        raise ArgumentError(f"Invalid `sync` argument: {sync!r} (steps between syncs, >= 1)")
     if A == 0 or m >= INDEX_LIMIT or n >= INDEX_LIMIT:
         raise ArgumentError(f"Invalid sizes: {A} residue types, n={n}, m={m}")
     if not (ckpt.is_contiguous() and best.is_contiguous() and col_in.is_contiguous()):
@@ -532,8 +596,17 @@ def strip_fill(
         x if x.data_ptr() % 16 == 0 else x.clone()
         for x in (s, seg_lo, seg_hi, col_in, slot, forbid_ptr, fcol)
     )
-    return _strip_fwd_kernel[(C,)](
+    n_pass = _cdiv(n, Q * R)
+    if pipe is None:
+        sms = (
+            torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 1
+        )
+        pipe = n_pass > 1 and C < PIPE_BELOW * sms
+    pipe = bool(pipe) and n_pass > 1
+    # per pass of each segment the columns it has published, then the ticket counter
+    flags = torch.zeros(C * n_pass + 1 if pipe else 1, dtype=torch.int32, device=dev)
+    return _strip_fwd_kernel[(C * n_pass if pipe else C,)](
         prof, wpr, A, s, n, m, go, ge, W, seg_lo, seg_hi, col_in, slot, forbid_ptr, fcol, nb,
-        ckpt, best, hbuf, hb_off, scr, sc_off.to(dev), n_scr,
-        Q=Q, R=R, EB=eb, FORBID=forbid, num_warps=warps,
+        ckpt, best, hbuf, hb_off, scr, sc_off.to(dev), n_scr, flags, sync,
+        Q=Q, R=R, EB=eb, FORBID=forbid, PIPE=pipe, num_warps=warps,
     )  # fmt: skip
