@@ -1,6 +1,7 @@
 """The strip fill of best-K local alignment (``triton_kernels/strip.py``) with its passes run one
 after another in one program per segment, and piped (one program per pass, each a few steps
-behind the pass above): time and equality, per launch shape of issue #38's work.
+behind the pass above, ``--sync`` steps between synchronisations, and at the launcher's default
+``sync``): time and equality, per launch shape of issue #38's work.
 
     python -m benchmarks.strip_pipe [--cases refill,first] [--sync 16,32,64] [--repeats 3]
         [--out DIR]
@@ -62,7 +63,7 @@ def run_case(name: str, syncs: list[int], repeats: int, dev: str) -> list[dict]:
     args, S = inputs(n, W, C, per, dev)
     outs = {}
     rows = []
-    for pipe, sync in [(False, 32)] + [(True, s) for s in syncs]:
+    for pipe, sync in [(False, 32)] + [(True, s) for s in syncs] + [(True, None)]:
         ckpt = torch.empty((S, 4, n + 1), dtype=torch.int32, device=dev)
         best = torch.empty((S, 4), dtype=torch.int32, device=dev)
         times = []
@@ -80,7 +81,7 @@ def run_case(name: str, syncs: list[int], repeats: int, dev: str) -> list[dict]:
         cells = n * S * W
         rows.append({
             "case": name, "n": n, "strip_width": W, "segments": C, "strips": S,
-            "pipe": pipe, "sync": sync if pipe else "", "seconds": sec,
+            "pipe": pipe, "sync": (sync or "default") if pipe else "", "seconds": sec,
             "gcups": cells / sec / 1e9, "equal": equal,
         })  # fmt: skip
         print(rows[-1], flush=True)
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
     rows = []
     for name in a.cases.split(","):
         rows += run_case(name, syncs, a.repeats, "cuda")
-        append_rows("strip_pipe", rows[-1 - len(syncs) :], meta, a.out)
+        append_rows("strip_pipe", rows[-2 - len(syncs) :], meta, a.out)
     print(markdown_table(rows))
     return 0
 
