@@ -203,3 +203,29 @@ def test_encode_batch_matches_encode_one_by_one(alphabet):
         assert codes.shape == (n, max(len(c) for c, _ in one))
         for row, (c, _) in zip(codes.tolist(), one):
             assert row == c.tolist() + [alphabet.gap_code] * (codes.shape[1] - len(c))
+
+
+def _detect_oracle(seqs):
+    """Detection's rule, letter by letter in plain Python."""
+    letters = [ch for s in seqs for ch in s.upper() if ch not in "-."]
+    letters = [ch if ch.isascii() else "?" for ch in letters]
+    if not letters or any(ch not in "ACGTURYSWKMBDHVNX" for ch in letters):
+        return "protein"
+    if sum(ch in "ACGTUN" for ch in letters) < 0.9 * len(letters):
+        return "protein"
+    return "rna" if "U" in letters and "T" not in letters else "dna"
+
+
+def test_detect_seqtype_matches_a_letter_by_letter_oracle():
+    """The class counts (bytes.translate) against the rule spelled out: random sequences over
+    nucleotide codes, gaps, X, protein letters, odd characters and lower case."""
+    rng = np.random.default_rng(3)
+    pool = list("ACGTUNRYSWKMBDHVXacgtunx-.*EFLP1 ?é")
+    for _ in range(3000):
+        letters = rng.choice(pool, int(rng.integers(1, 6)))
+        weights = rng.random(len(letters))
+        seqs = [
+            "".join(rng.choice(letters, int(rng.integers(0, 30)), p=weights / weights.sum()))
+            for _ in range(int(rng.integers(0, 4)))
+        ]
+        assert detect_seqtype(seqs).name == _detect_oracle(seqs), seqs

@@ -15,6 +15,7 @@ from torchmsa.alphabet import PROTEIN, Alphabet
 from torchmsa.config import MemoryBudget
 from torchmsa.errors import AlphabetError, ArgumentError
 from torchmsa.features.read import encode_msa, read_msa
+from torchmsa.records import bulk
 
 __all__ = ["Alignment"]
 
@@ -176,7 +177,11 @@ class Alignment:
             chars = np.full(residue.shape, ord("-"), dtype=np.uint8)
             flat = "".join(self._residues).encode("ascii")
             chars[residue] = np.frombuffer(flat, dtype=np.uint8)
-            self._rows = [r.tobytes().decode("ascii") for r in chars]
+            n, width = chars.shape
+            text = chars.tobytes().decode("ascii")  # one decode, then a slice per row
+            with bulk():
+                starts = range(0, n * width, width) if width else [0] * n
+                self._rows = [text[k : k + width] for k in starts]
         return self._rows
 
     def format(self, format: str = "fasta", query: int = 0) -> str:

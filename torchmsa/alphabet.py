@@ -25,6 +25,7 @@ import numpy as np
 
 from torchmsa.constants import NOT_COUNTED
 from torchmsa.errors import AlphabetError, ArgumentError, InvalidCharacterError
+from torchmsa.records import bulk
 
 __all__ = [
     "Alphabet",
@@ -122,6 +123,19 @@ _NUC_CORE = set("ACGTUN")
 _NUC_DETECT = set(_NUC_LETTERS) | {"X"}
 
 
+def _detect_classes() -> bytes:
+    """Per ASCII byte, as :func:`detect_seqtype` counts it (either case): 0 a gap, 1 a core
+    nucleotide letter, 2 another nucleotide code, 3 anything else."""
+    out = bytearray(b"\x03" * 256)
+    for b in range(128):
+        ch = chr(b).upper()
+        out[b] = 0 if ch in GAP_CHARS else 1 if ch in _NUC_CORE else 2 if ch in _NUC_DETECT else 3
+    return bytes(out)
+
+
+_DETECT_CLASSES = _detect_classes()
+
+
 def get_alphabet(name: str | Alphabet) -> Alphabet:
     """Return the alphabet called ``name``.
 
@@ -176,10 +190,21 @@ def detect_seqtype(seqs: list[str]) -> Alphabet:
         :data:`PROTEIN`, :data:`DNA` or :data:`RNA`.
     """
     try:
-        text = "".join(seqs).upper().encode("ascii", "replace")
+        joined = "".join(seqs)
     except TypeError:
         require_strings(seqs, "seqs")
         raise
+    if joined.isascii():  # the common case, counted by class without a histogram
+        classes = joined.encode("ascii").translate(_DETECT_CLASSES)
+        if b"\x03" in classes:  # a letter that is no nucleotide code: found at once in protein
+            return PROTEIN
+        counts = np.frombuffer(classes, dtype=np.uint8)
+        core, total = np.count_nonzero(counts == 1), np.count_nonzero(counts)
+        if total == 0 or core < 0.9 * total:
+            return PROTEIN
+        rna = ("U" in joined or "u" in joined) and not ("T" in joined or "t" in joined)
+        return RNA if rna else DNA
+    text = joined.upper().encode("ascii", "replace")
     hist = np.bincount(np.frombuffer(text, dtype=np.uint8), minlength=256)
     letters = {chr(c): int(hist[c]) for c in np.flatnonzero(hist) if chr(c) not in GAP_CHARS}
     total = sum(letters.values())
@@ -262,10 +287,12 @@ def encode_batch(
         if not isinstance(seq, str):
             encode(seq, alphabet, names[i] if names else f"seq{i + 1}", i)
     text = "".join(seqs)
-    # one '?' (invalid) per non-ASCII character keeps byte offsets equal to character offsets
-    raw = np.frombuffer(text.encode("ascii", "replace"), dtype=np.uint8)
-    if raw.size and np.take(alphabet.lookup, raw).max() == INVALID:
-        bad = np.flatnonzero(alphabet.lookup[raw] == INVALID)
+    # one '?' (invalid) per non-ASCII character keeps byte offsets equal to character offsets;
+    # bytes.translate maps through the lookup without numpy's index arrays (8 bytes a residue)
+    table = alphabet.lookup.tobytes()
+    coded = text.encode("ascii", "replace").translate(table)
+    if INVALID in coded:
+        bad = np.flatnonzero(np.frombuffer(coded, dtype=np.uint8) == INVALID)
         sizes = np.array([len(s) for s in seqs], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(sizes)])
         i = int(np.searchsorted(starts, bad[0], side="right")) - 1
@@ -273,10 +300,11 @@ def encode_batch(
         pos = int(bad[0] - starts[i])
         raise InvalidCharacterError(name, i, pos + 1, seqs[i][pos], alphabet.name)
     gaps = any(ch in text for ch in GAP_CHARS)
-    residues = [s.replace("-", "").replace(".", "") for s in seqs] if gaps else list(seqs)
-    lengths = np.fromiter(map(len, residues), np.int32, len(seqs))
-    width = int(lengths.max(initial=0))
-    # every residue text padded with '-' (the gap code) to one width: the rows, in one lookup
-    padded = "".join([r.ljust(width, "-") for r in residues]).encode("ascii")
-    codes = np.take(alphabet.lookup, np.frombuffer(padded, dtype=np.uint8))
+    with bulk():
+        residues = [s.replace("-", "").replace(".", "") for s in seqs] if gaps else list(seqs)
+        lengths = np.fromiter(map(len, residues), np.int32, len(seqs))
+        width = int(lengths.max(initial=0))
+        # every residue text padded with '-' (the gap code) to one width: the rows, one lookup
+        padded = "".join([r.ljust(width, "-") for r in residues]).encode("ascii")
+    codes = np.frombuffer(bytearray(padded.translate(table)), dtype=np.uint8)
     return codes.reshape(len(seqs), width), lengths, residues

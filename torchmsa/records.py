@@ -6,9 +6,11 @@ normalises every other input form to them.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from typing import NamedTuple
 
-__all__ = ["NO_DESCRIPTION", "Record", "header"]
+__all__ = ["NO_DESCRIPTION", "Record", "bulk", "header"]
 
 # what Bio.SeqRecord.SeqRecord holds when no description was given
 NO_DESCRIPTION = "<unknown description>"
@@ -20,6 +22,20 @@ class Record(NamedTuple):
     name: str
     description: str
     seq: str
+
+
+@contextlib.contextmanager
+def bulk():
+    """Build many small objects (a record, row or header per sequence) without the cyclic
+    garbage collector's passes, which rescan every object alive: at 10^6 sequences they
+    tripled the time to parse a FASTA file. None of these objects forms a cycle."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def header(name: str, description: str) -> str:

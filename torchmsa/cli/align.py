@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 
 from torchmsa.cli.common import add_limits, add_scoring, emit, limits
 from torchmsa.cli.merge import (
@@ -155,7 +156,9 @@ def run(args) -> int:
         )
     from torchmsa.io import check_writable, output_format, read_sequences
 
-    # read once (standard input too), and refuse names the output cannot hold before aligning
+    # read once (standard input too), and refuse names the output cannot hold before aligning;
+    # the GPU's context starts meanwhile (seconds at a fresh process's first CUDA call)
+    _start_cuda(args.device)
     source = read_sequences(args.input, limits=limits(args))
     fmt = args.format or output_format(args.output)
     check_writable([r.name for r in source], [r.description for r in source], fmt)
@@ -193,6 +196,31 @@ def run(args) -> int:
         if m["config"]:
             print(f"torchmsa: config {m['config']}", file=sys.stderr)
     return 0
+
+
+def _start_cuda(device: str) -> threading.Thread | None:
+    """A thread that starts CUDA on ``device`` when it may be a GPU (``auto`` or ``cuda...``),
+    while the main thread reads the input. It reports nothing: a device that cannot be used
+    fails in the main thread with its proper error."""
+    if not str(device).lower().startswith(("auto", "cuda")):
+        return None
+
+    def start() -> None:
+        try:
+            import torch
+
+            from torchmsa.ops.backend import resolve_device
+
+            dev = resolve_device(device)
+            if dev.type == "cuda":
+                torch.zeros(1, device=dev)
+        except Exception:  # the main thread meets it again and says what is wrong
+            pass
+
+    # not a daemon: an exit (a bad input, say) waits for it rather than cutting CUDA's setup
+    thread = threading.Thread(target=start, name="torchmsa-cuda-start")
+    thread.start()
+    return thread
 
 
 def _job(args) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from torchmsa.errors import EmptyInputError, FormatError, InputLimitError, TorchMSAError
 from torchmsa.io.formats import BIOPYTHON, READ_FORMATS, check_format, guess_format
 from torchmsa.io.sources import InputLimits, read_text
-from torchmsa.records import Record, header
+from torchmsa.records import Record, bulk, header
 
 if TYPE_CHECKING:
     from Bio.SeqRecord import SeqRecord
@@ -68,6 +68,7 @@ def _check_start(text: str, fmt: str, label: str) -> str:
 
 
 _SEQUENCE_SPACE = str.maketrans("", "", " \t\r\n")
+_SPACE_BUT_NEWLINE = (" ", "\t", "\r")
 
 
 def _fasta_records(text: str) -> list[Record]:
@@ -77,13 +78,18 @@ def _fasta_records(text: str) -> list[Record]:
     (as Biopython takes it), and its sequence the lines up to the next record with spaces,
     tabs and line ends removed. ``text`` starts with ``>`` and has ``\\n`` line ends.
     """
-    out = []
-    for chunk in text[1:].split("\n>"):
-        title, _, body = chunk.partition("\n")
-        words = title.split(None, 1)
-        name = words[0] if words else ""
-        out.append(Record(name, title, body.translate(_SEQUENCE_SPACE)))
-    return out
+    with bulk():
+        parts = [chunk.partition("\n") for chunk in text[1:].split("\n>")]
+        titles = [p[0] for p in parts]
+        # line ends go by a plain replace; the slower translate only where other spaces are
+        bodies = [p[2].replace("\n", "") for p in parts]
+        if any(c in text for c in _SPACE_BUT_NEWLINE):
+            bodies = [
+                b.translate(_SEQUENCE_SPACE) if any(c in b for c in _SPACE_BUT_NEWLINE) else b
+                for b in bodies
+            ]
+        names = [w[0] if w else "" for w in (t.split(None, 1) for t in titles)]
+        return list(map(Record, names, titles, bodies))
 
 
 def _record(r: SeqRecord, fmt: str) -> Record:

@@ -21,7 +21,7 @@ from torchmsa.io.formats import (
     check_format,
     output_format,
 )
-from torchmsa.records import header
+from torchmsa.records import bulk, header
 
 __all__ = [
     "a3m_rows",
@@ -116,7 +116,9 @@ def check_writable(names, descriptions, format: str) -> None:
     fmt = check_format(format, WRITE_FORMATS, "write")
     names = [str(n) for n in names]
     descriptions = names if descriptions is None else [str(d) for d in descriptions]
-    for name, d in zip(names, descriptions):
+    every = "".join(names) + "".join(descriptions)
+    breaks = "\n" in every or "\r" in every  # one scan; the loop names the first one
+    for name, d in zip(names, descriptions) if breaks else ():
         for text in (name, d):
             if "\n" in text or "\r" in text:
                 raise FormatError(
@@ -184,15 +186,18 @@ def format_alignment(
         ArgumentError: unknown format, or counts of names, rows and descriptions that differ.
     """
     fmt = check_format(format, WRITE_FORMATS, "write")
-    rows = [str(r) for r in rows]
-    names = [str(n) for n in names]
-    descriptions = _check_alignment(names, rows, descriptions, fmt, query)
-    check_writable(names, descriptions, fmt)
-    if fmt in ("fasta", "a3m"):
-        body = a3m_rows(rows, query) if fmt == "a3m" else rows
-        if fmt == "a3m":
-            _check_a3m(names, rows, query)
-        return "".join(f">{header(n, d)}\n{r}\n" for n, d, r in zip(names, descriptions, body))
+    with bulk():
+        rows = [str(r) for r in rows]
+        names = [str(n) for n in names]
+        descriptions = _check_alignment(names, rows, descriptions, fmt, query)
+        check_writable(names, descriptions, fmt)
+        if fmt in ("fasta", "a3m"):
+            body = a3m_rows(rows, query) if fmt == "a3m" else rows
+            if fmt == "a3m":
+                _check_a3m(names, rows, query)
+            return "".join(
+                [f">{header(n, d)}\n{r}\n" for n, d, r in zip(names, descriptions, body)]
+            )
     # here: FASTA and A3M, the common cases, need no Biopython (issue #36)
     from Bio import AlignIO
     from Bio.Align import MultipleSeqAlignment
