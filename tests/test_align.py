@@ -381,3 +381,25 @@ def test_build_tree_is_the_first_tree_of_align():
     assert one.n_leaves == 1 and one.newick() == "only;"
     with pytest.raises(ArgumentError, match="method"):
         torchmsa.build_tree(seqs, method="nj", config=AlignConfig(tree=TreeConfig(method="single")))
+
+
+def test_fasta_bytes_are_the_fasta_text_and_rows_follow_the_codes():
+    """``fasta_bytes`` (what the CLI writes) equals ``format("fasta")`` encoded, byte for byte,
+    with lower case, non-ASCII headers, an empty sequence and an all-gap column; every row
+    spells its residues where the codes hold residues."""
+    from torchmsa.records import Record
+
+    seqs = [
+        Record("a", "a ünïcode description", "MKvlaW"),
+        Record("b", "b", "MKW"),
+        Record("c", "c  two  spaces ", ""),
+        Record("d", "d", "mkvLAW"),
+    ]
+    aln = torchmsa.align(seqs, device="cpu", mode="fast")
+    text = aln.format("fasta")
+    assert aln.fasta_bytes() == text.encode("utf-8")
+    assert text.startswith(">a ünïcode description\n")
+    gap = aln.alphabet.gap_code
+    for row, (_, _, seq), codes in zip(aln.rows, seqs, aln.codes.tolist(), strict=True):
+        assert row.replace("-", "") == seq
+        assert [ch != "-" for ch in row] == [c != gap for c in codes]

@@ -90,16 +90,17 @@ def limits(args):
     return InputLimits(**{k: v for k, v in given.items() if v is not None})
 
 
-def emit(text: str, target: str) -> None:
-    """``text`` to ``target`` as UTF-8: ``"-"`` is standard output; a file is replaced whole
-    once the text is complete (it may be the input)."""
+def emit(text: str | bytes, target: str) -> None:
+    """``text`` (bytes as they are) to ``target`` as UTF-8: ``"-"`` is standard output; a
+    file is replaced whole once the text is complete (it may be the input)."""
     from torchmsa.io import write_file, write_stdout
 
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     if target == "-":
-        write_stdout(text)
+        write_stdout(data)
         return
     try:
-        write_file(target, text.encode("utf-8"))
+        write_file(target, data)
     except OSError as exc:
         raise ArgumentError(
             f"cannot write {target!r}: {exc.strerror or exc}; check that its directory exists "

@@ -274,14 +274,16 @@ def write_file(path: str | os.PathLike, data: bytes) -> None:
         raise
 
 
-def write_stdout(text: str) -> None:
-    """``text`` on standard output as UTF-8 bytes, whatever the locale's encoding."""
+def write_stdout(text: str | bytes) -> None:
+    """``text`` on standard output as UTF-8 bytes, whatever the locale's encoding (bytes are
+    written as they are)."""
     sys.stdout.flush()
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     if hasattr(sys.stdout, "buffer"):
-        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(data.decode("utf-8"))
         sys.stdout.flush()
 
 
