@@ -14,13 +14,7 @@ from torchmsa.ops.backend import to_device
 from torchmsa.progressive.forest import Forest, ResidueTable
 from torchmsa.progressive.scoring import ProfileScoring
 
-__all__ = ["Nodes", "Pool", "excl", "pool_tensor", "ranges", "device_ranges", "upload"]
-
-# A full pool is rebuilt with room for this many times its live rows (and the new ones): the
-# old and the new buffer are held together while the live rows are copied, so the peak is
-# about (1 + POOL_GROWTH) times the live profiles (at 10^6 sequences, about 14 GB of them on
-# the first levels). The copy is a gather on the device: a rebuild costs milliseconds.
-POOL_GROWTH = 1.25
+__all__ = ["Nodes", "Pool", "excl", "pool_tensor", "ranges", "upload"]
 
 
 def excl(sizes: np.ndarray) -> np.ndarray:
@@ -35,15 +29,6 @@ def ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.zeros(0, np.int64)
     return np.repeat(np.asarray(starts, np.int64) - excl(sizes), sizes) + np.arange(total)
-
-
-def device_ranges(device: torch.device, starts: np.ndarray, sizes: np.ndarray) -> torch.Tensor:
-    """:func:`ranges` made on ``device``: only ``starts`` and ``sizes`` cross from the host."""
-    sizes = np.asarray(sizes, np.int64)
-    total = int(sizes.sum())
-    v = upload(device, starts=np.asarray(starts, np.int64) - excl(sizes), sizes=sizes)
-    at = torch.arange(total, dtype=torch.int64, device=device)
-    return torch.repeat_interleave(v["starts"], v["sizes"], output_size=total) + at
 
 
 def upload(device: torch.device, **arrays) -> dict[str, torch.Tensor]:
@@ -133,10 +118,10 @@ class Nodes:
         pool = self.pools[q]
         if pool.rows + rows > pool.prof.shape[0] or pool.bnds + bnds > pool.both.shape[0]:
             live = np.nonzero(self.alive & (self.pool_of == q))[0]
-            r_src = device_ranges(device, self.row[live], self.cols[live])
-            b_src = device_ranges(device, self.bnd[live], self.cols[live] + 1)
-            idx = {"r": r_src, "b": b_src}
-            size = (int(POOL_GROWTH * (len(r_src) + rows)) + self.pool_rows, self.n_alpha)
+            r_src = ranges(self.row[live], self.cols[live])
+            b_src = ranges(self.bnd[live], self.cols[live] + 1)
+            idx = upload(device, r=r_src, b=b_src)
+            size = (2 * (len(r_src) + rows) + self.pool_rows, self.n_alpha)
             need = size[0] * (4 * self.n_alpha + 8)
             # free memory counts torch's cached blocks, which the new buffers can reuse
             avail = MemoryBudget(device_fraction=1.0).limit(device)
@@ -149,9 +134,7 @@ class Nodes:
                     "align fewer or shorter sequences, or on the CPU (device='cpu')",
                 )
             new_prof = pool_tensor(size, torch.int32, device)
-            new_both = pool_tensor(
-                (int(POOL_GROWTH * (len(b_src) + bnds)) + self.pool_rows,), torch.int64, device
-            )
+            new_both = pool_tensor((2 * (len(b_src) + bnds) + self.pool_rows,), torch.int64, device)
             # gathered straight into the new buffers: no third copy of the live rows
             torch.index_select(pool.prof, 0, idx["r"], out=new_prof[: len(r_src)])
             torch.index_select(pool.both, 0, idx["b"], out=new_both[: len(b_src)])
