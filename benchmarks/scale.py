@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -60,26 +61,40 @@ def _child_argv(tool: str, inp: Path, out: Path, args, report: Path) -> list[str
                    "--tree", args.tree, str(inp), str(out)]  # fmt: skip
 
 
+# Runs argv[2:] and writes its peak RSS (bytes) to argv[1]. A child's ru_maxrss starts at the
+# RSS of the process that forked it (Linux keeps the high-water mark across fork and exec), so
+# the measured command is started by this small process, not by the benchmark's large one.
+_LAUNCHER = """
+import os, sys
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss * 1024))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_child(argv: list[str], timeout: float) -> tuple[str, float, int, str]:
-    """``(status, wall seconds, peak RSS bytes, last stderr line)`` of one process."""
-    with tempfile.TemporaryFile() as err:
+    """``(status, wall seconds, peak RSS bytes, last stderr line)`` of one process, started by
+    a small launcher so that its peak RSS is its own (0 when it was stopped at ``timeout``:
+    the process group is killed and no figure comes back)."""
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "rss"
+        launcher = [sys.executable, "-S", "-c", _LAUNCHER, str(report), *argv]
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
-        status, rss = "ok", 0
-        while True:
-            pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                rss = usage.ru_maxrss * 1024
-                status = "ok" if os.waitstatus_to_exitcode(code) == 0 else "failed"
-                break
-            if time.perf_counter() - start > timeout:
-                proc.kill()
-                _, _, usage = os.wait4(proc.pid, 0)
-                status, rss = "timeout", usage.ru_maxrss * 1024
-                break
-            time.sleep(0.05)
+        proc = subprocess.Popen(
+            launcher, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+        )
+        try:
+            code = proc.wait(timeout=max(timeout, 0.0))
+            status = "ok" if code == 0 else "failed"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            status = "timeout"
         wall = time.perf_counter() - start
-        proc.returncode = 0  # reaped by wait4
+        rss = int(report.read_text()) if status != "timeout" and report.exists() else 0
         err.seek(0)
         lines = err.read().decode(errors="replace").strip().splitlines()
     return status, wall, rss, (lines[-1] if lines else "")

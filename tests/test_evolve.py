@@ -59,4 +59,14 @@ def test_run_child_reports_status_and_rss():
     bad = run_child([sys.executable, "-c", "import sys; sys.exit('boom')"], timeout=60)
     assert bad[0] == "failed" and bad[3] == "boom"
     slow = run_child([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
-    assert slow[0] == "timeout"
+    assert slow[0] == "timeout" and slow[1] < 10
+
+
+def test_run_child_rss_is_the_childs_own_under_a_large_parent():
+    """A child's ru_maxrss starts at its forking parent's RSS: the launcher keeps a large
+    benchmark process's memory out of the figure (it read 698 MiB for an 80 MB child)."""
+    ballast = bytearray(400_000_000)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touched: resident
+    got = run_child([sys.executable, "-c", "x = bytearray(80_000_000)"], timeout=60)
+    assert got[0] == "ok" and 80_000_000 < got[2] < 300_000_000, got
+    del ballast
