@@ -13,7 +13,7 @@ import torch
 from torchmsa import features, io
 from torchmsa.alphabet import PROTEIN, Alphabet
 from torchmsa.config import MemoryBudget
-from torchmsa.errors import AlphabetError, ArgumentError
+from torchmsa.errors import AlphabetError, ArgumentError, EmptyInputError
 from torchmsa.features.read import encode_msa, read_msa
 from torchmsa.records import bulk, header
 
@@ -194,7 +194,7 @@ class Alignment:
         string per row (what ``torchmsa align`` writes; 10^6 rows in a few seconds)."""
         io.check_writable(self.names, self.descriptions, "fasta")
         if not self.names:
-            return self.format("fasta")  # raises: nothing to write
+            raise EmptyInputError("no rows to write as fasta")
         chars = self._lines()
         stride = chars.shape[1]
         body = memoryview(chars.reshape(-1))

@@ -198,12 +198,12 @@ def run(args) -> int:
     return 0
 
 
-def _start_cuda(device: str) -> threading.Thread | None:
+def _start_cuda(device: str) -> None:
     """A thread that starts CUDA on ``device`` when it may be a GPU (``auto`` or ``cuda...``),
     while the main thread reads the input. It reports nothing: a device that cannot be used
     fails in the main thread with its proper error."""
     if not str(device).lower().startswith(("auto", "cuda")):
-        return None
+        return
 
     def start() -> None:
         try:
@@ -218,9 +218,7 @@ def _start_cuda(device: str) -> threading.Thread | None:
             pass
 
     # not a daemon: an exit (a bad input, say) waits for it rather than cutting CUDA's setup
-    thread = threading.Thread(target=start, name="torchmsa-cuda-start")
-    thread.start()
-    return thread
+    threading.Thread(target=start, name="torchmsa-cuda-start").start()
 
 
 def _job(args) -> str:
