@@ -301,6 +301,8 @@ def test_batch_over_two_torchrun_nodes_on_one_host_resumes_and_matches(families,
 
 
 API_SCRIPT = """
+import sys
+
 import torch.distributed as dist
 import torchmsa
 from torchmsa.distributed import JobsFailed
@@ -320,7 +322,10 @@ except JobsFailed as exc:
     assert [a.rows for a in exc.results if a is not None] == want
 mine = torchmsa.align_many(fams[rank : rank + 2], device="cpu")  # each rank its own inputs
 assert [a.rows for a in mine] == want[rank : rank + 2]
-print(f"rank {rank} ok", flush=True)
+# one write of the whole line: two ranks share the pipe, and print's text and line end
+# can reach it as two writes, interleaved with the other rank's (seen in CI under load)
+sys.stdout.write(f"rank {rank} ok\n")
+sys.stdout.flush()
 """
 
 
