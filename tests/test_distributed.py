@@ -324,7 +324,7 @@ mine = torchmsa.align_many(fams[rank : rank + 2], device="cpu")  # each rank its
 assert [a.rows for a in mine] == want[rank : rank + 2]
 # one write of the whole line: two ranks share the pipe, and print's text and line end
 # can reach it as two writes, interleaved with the other rank's (seen in CI under load)
-sys.stdout.write(f"rank {rank} ok\n")
+sys.stdout.write(f"rank {rank} ok\\n")
 sys.stdout.flush()
 """
 
