@@ -403,3 +403,22 @@ def test_fasta_bytes_are_the_fasta_text_and_rows_follow_the_codes():
     for row, (_, _, seq), codes in zip(aln.rows, seqs, aln.codes.tolist(), strict=True):
         assert row.replace("-", "") == seq
         assert [ch != "-" for ch in row] == [c != gap for c in codes]
+
+
+def test_write_fasta_takes_the_bytes_path_everywhere(tmp_path):
+    """``Alignment.write`` in FASTA (a path, ``.gz``, a binary or a text handle) writes exactly
+    ``format("fasta")``; ``.gz`` is reproducible (no time stamp)."""
+    import gzip
+
+    aln = torchmsa.align(EXAMPLE, device="cpu", mode="fast")
+    text = aln.format("fasta")
+    aln.write(tmp_path / "a.fasta")
+    aln.write(tmp_path / "a.fasta.gz")
+    aln.write(tmp_path / "b.fasta.gz")
+    assert (tmp_path / "a.fasta").read_text() == text
+    assert gzip.decompress((tmp_path / "a.fasta.gz").read_bytes()).decode() == text
+    assert (tmp_path / "a.fasta.gz").read_bytes() == (tmp_path / "b.fasta.gz").read_bytes()
+    binary, handle = io.BytesIO(), io.StringIO()
+    aln.write(binary, "fasta")
+    aln.write(handle, "fasta")
+    assert binary.getvalue().decode() == handle.getvalue() == text

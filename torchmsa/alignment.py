@@ -230,7 +230,11 @@ class Alignment:
         ``format=None`` takes it from the file name (``x.aln`` Clustal, ``x.sto``
         Stockholm...), else FASTA, as ``torchmsa align -o`` does."""
         self._check_query(query)
-        rows, fmt = self._text(io.output_format(target, format), query)
+        fmt = io.output_format(target, format)
+        if fmt == "fasta":  # bytes straight from the codes, as the command line writes them
+            io.write_encoded(target, self.fasta_bytes())
+            return
+        rows, fmt = self._text(fmt, query)
         io.write_alignment(self.names, rows, target, fmt, self.descriptions, query)
 
     def to_html(self, **kwargs) -> str:

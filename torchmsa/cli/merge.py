@@ -119,7 +119,7 @@ def write(aln, args) -> None:
 
     fmt = args.format or output_format(args.output)
     if args.output.endswith(".gz"):
-        aln.write(args.output, fmt, query=args.query)
+        aln.write(args.output, fmt, query=args.query)  # FASTA: bytes straight from the codes
     elif fmt == "fasta":  # bytes straight from the codes: 10^6 rows in seconds
         emit(aln.fasta_bytes(), args.output)
     else:

@@ -42,6 +42,7 @@ from torchmsa.io.write import (
     check_writable,
     format_alignment,
     write_alignment,
+    write_encoded,
     write_file,
     write_stdout,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "read_sequences",
     "read_alignment",
     "write_alignment",
+    "write_encoded",
     "format_alignment",
     "check_writable",
     "a3m_rows",

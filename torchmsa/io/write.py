@@ -28,6 +28,7 @@ __all__ = [
     "check_writable",
     "format_alignment",
     "write_alignment",
+    "write_encoded",
     "write_file",
     "write_stdout",
 ]
@@ -310,18 +311,27 @@ def write_alignment(
         FormatError: as :func:`format_alignment`, or the path cannot be written.
     """
     text = format_alignment(names, rows, output_format(target, format), descriptions, query)
+    write_encoded(target, text.encode("utf-8"))
+
+
+def write_encoded(target: str | os.PathLike | IO[str] | TextIO, data: bytes) -> None:
+    """Write a file's UTF-8 ``data`` to ``target`` as :func:`write_alignment` writes its text:
+    a path (``.gz`` compresses, reproducibly), ``"-"`` or an open text or binary handle.
+
+    Raises:
+        FormatError: the path cannot be written.
+    """
     if hasattr(target, "write"):
         binary = isinstance(target, (_io.RawIOBase, _io.BufferedIOBase))
         if binary or "b" in str(getattr(target, "mode", "")):
-            target.write(text.encode("utf-8"))
+            target.write(data)
         else:
-            target.write(text)
+            target.write(data.decode("utf-8"))
         return
     path = os.fsdecode(target)
     if path == "-":
-        write_stdout(text)
+        write_stdout(data)
         return
-    data = text.encode("utf-8")
     if path.endswith(".gz"):
         buf = _io.BytesIO()
         with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as gz:
