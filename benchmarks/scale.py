@@ -4,8 +4,10 @@ the true alignment.
 
 Families come from :mod:`benchmarks.evolve` (cached under ``--data``). Every run is a new
 process: wall time includes the interpreter, imports and compilation. Peak RSS is the child's
-(``wait4``); peak GPU memory is torch's ``max_memory_reserved`` in the torchmsa child, which
-runs the CLI's ``main`` and then reports it. FAMSA runs through pyfamsa in a child
+own ``wait4`` figure, taken by a small launcher process that starts it (a child forked by this
+large process would inherit its high-water mark); peak GPU memory is torch's
+``max_memory_reserved`` in the torchmsa child, which runs the CLI's ``main`` and then reports
+it. FAMSA runs through pyfamsa in a child
 (``famsa``: defaults; ``famsa-medoid``: ``tree_heuristic="medoid"``, FAMSA 2's
 ``-medoidtree``), Kalign as its binary. SP/TC count the root's columns (``core.txt``).
 ``mafft`` (its default, FFT-NS-2) can be added with ``--tools``; long sequences take
