@@ -126,6 +126,8 @@ def test_detection_names_an_item_that_is_not_a_string():
         ([], PROTEIN),
         (["ACGTACGTACGTACGTACGX"], DNA),  # X in DNA: detected as DNA, encode then points at it
         (["ACGTé"], PROTEIN),
+        (["ACGT" * 20000, "acgt", "E"], PROTEIN),  # the protein letter past the first 64K
+        (["ACGU" * 20000, "-", "acgu"], RNA),
     ],
 )
 def test_detect_seqtype(seqs, expected):
@@ -229,3 +231,59 @@ def test_detect_seqtype_matches_a_letter_by_letter_oracle():
             for _ in range(int(rng.integers(0, 4)))
         ]
         assert detect_seqtype(seqs).name == _detect_oracle(seqs), seqs
+
+
+def _encode_batch_oracle(seqs, alphabet, names):
+    """encode_batch's contract character by character in plain Python: ``(rows, lengths,
+    residues)``, or ``(error type, message)`` for the first bad sequence."""
+    for i, seq in enumerate(seqs):
+        name = names[i] if names else f"seq{i + 1}"
+        if not isinstance(seq, str):
+            return ArgumentError, f"sequence {name!r} (#{i + 1}) is a {type(seq).__name__}, not"
+    for i, seq in enumerate(seqs):
+        name = names[i] if names else f"seq{i + 1}"
+        for pos, ch in enumerate(seq):
+            if ch not in alphabet.letters + alphabet.letters.lower() + "-.":
+                err = InvalidCharacterError(name, i, pos + 1, ch, alphabet.name)
+                return InvalidCharacterError, str(err)
+    residues = ["".join(ch for ch in seq if ch not in "-.") for seq in seqs]
+    rows = [oracle_codes(seq, alphabet.letters) for seq in seqs]
+    return rows, [len(r) for r in residues], residues
+
+
+@pytest.mark.parametrize("alphabet", [PROTEIN, DNA], ids=lambda a: a.name)
+def test_encode_batch_matches_a_plain_python_oracle(alphabet):
+    """Random batches: ragged, equal, empty and all-gap texts, both cases, invalid characters
+    (ASCII or not, some past the gaps), non-strings; the same arrays, or the same error."""
+    rng = np.random.default_rng(11)
+    pool = list(alphabet.letters + alphabet.letters.lower() + "--..")
+    bad = ["1", " ", "~", "é", "ſ", "\n", "?", "X" if alphabet.is_nucleotide else "#"]
+    for _ in range(400):
+        n = int(rng.integers(0, 7))
+        width = int(rng.integers(0, 15))
+        ragged = rng.random() < 0.6
+        seqs = [
+            "".join(rng.choice(pool, int(rng.integers(0, width + 1)) if ragged else width))
+            for _ in range(n)
+        ]
+        for _ in range(int(rng.integers(0, 3)) if n else 0):
+            k, ch = int(rng.integers(n)), str(rng.choice(bad))
+            at = int(rng.integers(len(seqs[k]) + 1))
+            seqs[k] = seqs[k][:at] + ch + seqs[k][at:]
+        if n and rng.random() < 0.1:
+            seqs[int(rng.integers(n))] = [None, 3, b"ACG", list("ACG")][int(rng.integers(4))]
+        names = [f"n{i}" for i in range(n)] if rng.random() < 0.5 else None
+        expected = _encode_batch_oracle(seqs, alphabet, names)
+        if isinstance(expected[0], type):
+            with pytest.raises(expected[0]) as info:
+                encode_batch(seqs, alphabet, names)
+            assert type(info.value) is expected[0] and str(info.value).startswith(expected[1])
+            continue
+        rows, lengths, residues = expected
+        codes, got_lengths, got_residues = encode_batch(seqs, alphabet, names)
+        assert got_residues == residues
+        assert got_lengths.dtype == np.int32 and got_lengths.tolist() == lengths
+        assert codes.dtype == np.uint8 and codes.flags.writeable
+        assert codes.shape == (n, max(lengths, default=0))
+        gap = [alphabet.gap_code]
+        assert codes.tolist() == [r + gap * (codes.shape[1] - len(r)) for r in rows]

@@ -25,7 +25,6 @@ import numpy as np
 
 from torchmsa.constants import NOT_COUNTED
 from torchmsa.errors import AlphabetError, ArgumentError, InvalidCharacterError
-from torchmsa.records import bulk
 
 __all__ = [
     "Alphabet",
@@ -134,6 +133,7 @@ def _detect_classes() -> bytes:
 
 
 _DETECT_CLASSES = _detect_classes()
+_DETECT_HEAD = 1 << 16  # characters searched first for a letter that makes the input protein
 
 
 def get_alphabet(name: str | Alphabet) -> Alphabet:
@@ -195,15 +195,7 @@ def detect_seqtype(seqs: list[str]) -> Alphabet:
         require_strings(seqs, "seqs")
         raise
     if joined.isascii():  # the common case, counted by class without a histogram
-        classes = joined.encode("ascii").translate(_DETECT_CLASSES)
-        if b"\x03" in classes:  # a letter that is no nucleotide code: found at once in protein
-            return PROTEIN
-        counts = np.frombuffer(classes, dtype=np.uint8)
-        core, total = np.count_nonzero(counts == 1), np.count_nonzero(counts)
-        if total == 0 or core < 0.9 * total:
-            return PROTEIN
-        rna = ("U" in joined or "u" in joined) and not ("T" in joined or "t" in joined)
-        return RNA if rna else DNA
+        return _detect_ascii(joined)
     text = joined.upper().encode("ascii", "replace")
     hist = np.bincount(np.frombuffer(text, dtype=np.uint8), minlength=256)
     letters = {chr(c): int(hist[c]) for c in np.flatnonzero(hist) if chr(c) not in GAP_CHARS}
@@ -214,6 +206,24 @@ def detect_seqtype(seqs: list[str]) -> Alphabet:
     if core < 0.9 * total:
         return PROTEIN
     return RNA if "U" in letters and "T" not in letters else DNA
+
+
+def _detect_ascii(text: str) -> Alphabet:
+    """:func:`detect_seqtype` of ASCII text: each byte mapped to its class (``bytes.translate``,
+    :data:`_DETECT_CLASSES`) and the classes counted."""
+    # a letter that is no nucleotide code decides at once: looked for in the first characters
+    # alone, it ends most protein inputs without a pass over all of their text
+    if b"\x03" in text[:_DETECT_HEAD].encode("ascii").translate(_DETECT_CLASSES):
+        return PROTEIN
+    classes = text.encode("ascii").translate(_DETECT_CLASSES)
+    if b"\x03" in classes:
+        return PROTEIN
+    counts = np.frombuffer(classes, dtype=np.uint8)
+    core, total = np.count_nonzero(counts == 1), np.count_nonzero(counts)
+    if total == 0 or core < 0.9 * total:
+        return PROTEIN
+    rna = ("U" in text or "u" in text) and not ("T" in text or "t" in text)
+    return RNA if rna else DNA
 
 
 def require_strings(seqs, label: str) -> None:
@@ -269,6 +279,10 @@ def encode_batch(
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Encode many sequences at once into a padded matrix (what :func:`encode` does for one).
 
+    The texts, joined (and padded with ``-`` to one length where they differ), are encoded in
+    one ``bytes.translate`` through :attr:`Alphabet.lookup`, which also finds any invalid
+    character; texts holding gap characters are encoded again without them.
+
     Arguments:
         seqs: the sequence texts; gap characters are removed.
         alphabet: the alphabet to check and encode against.
@@ -283,28 +297,38 @@ def encode_batch(
             one, as :func:`encode` would.
         ArgumentError: an item of ``seqs`` is not a ``str``.
     """
-    for i, seq in enumerate(seqs):
-        if not isinstance(seq, str):
-            encode(seq, alphabet, names[i] if names else f"seq{i + 1}", i)
-    text = "".join(seqs)
-    # one '?' (invalid) per non-ASCII character keeps byte offsets equal to character offsets;
-    # bytes.translate maps through the lookup without numpy's index arrays (8 bytes a residue)
-    table = alphabet.lookup.tobytes()
-    coded = text.encode("ascii", "replace").translate(table)
-    if INVALID in coded:
-        bad = np.flatnonzero(np.frombuffer(coded, dtype=np.uint8) == INVALID)
-        sizes = np.array([len(s) for s in seqs], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes)])
-        i = int(np.searchsorted(starts, bad[0], side="right")) - 1
-        name = names[i] if names else f"seq{i + 1}"
-        pos = int(bad[0] - starts[i])
-        raise InvalidCharacterError(name, i, pos + 1, seqs[i][pos], alphabet.name)
-    gaps = any(ch in text for ch in GAP_CHARS)
-    with bulk():
-        residues = [s.replace("-", "").replace(".", "") for s in seqs] if gaps else list(seqs)
-        lengths = np.fromiter(map(len, residues), np.int32, len(seqs))
-        width = int(lengths.max(initial=0))
-        # every residue text padded with '-' (the gap code) to one width: the rows, one lookup
-        padded = "".join([r.ljust(width, "-") for r in residues]).encode("ascii")
-    codes = np.frombuffer(bytearray(padded.translate(table)), dtype=np.uint8)
-    return codes.reshape(len(seqs), width), lengths, residues
+    text = _joined(seqs, names)
+    gapped = any(ch in text for ch in GAP_CHARS)
+    lengths = np.fromiter(map(len, seqs), np.int32, len(seqs))
+    width = int(lengths.max(initial=0))
+    if len(text) < len(seqs) * width:  # each text padded with '-' (a gap, valid) to the width
+        text = "".join([s.ljust(width, "-") for s in seqs])
+    # the rows of codes in one lookup, bytes.translate (numpy's index arrays cost 8 bytes a
+    # residue); one '?' (invalid) per non-ASCII character keeps character offsets
+    coded = text.encode("ascii", "replace").translate(alphabet.lookup.tobytes())
+    if INVALID in coded:  # the first bad character in row order: that of the first bad text
+        i, pos = divmod(coded.index(INVALID), width)
+        raise InvalidCharacterError(_name(names, i), i, pos + 1, seqs[i][pos], alphabet.name)
+    if gapped:  # checked as given (error positions count the gaps), encoded without them
+        residues = [s.replace("-", "").replace(".", "") for s in seqs]
+        codes, lengths, _ = encode_batch(residues, alphabet, names)
+        return codes, lengths, residues
+    codes = np.frombuffer(bytearray(coded), dtype=np.uint8)  # a writable copy
+    return codes.reshape(len(seqs), width), lengths, list(seqs)
+
+
+def _joined(seqs: list[str], names: list[str] | None) -> str:
+    """The texts of ``seqs`` joined; an item that is not a ``str`` is named as :func:`encode`
+    names it."""
+    try:
+        return "".join(seqs)
+    except TypeError:
+        for i, seq in enumerate(seqs):
+            if not isinstance(seq, str):
+                raise _not_a_string(seq, _name(names, i), i) from None
+        raise
+
+
+def _name(names: list[str] | None, index: int) -> str:
+    """The name of sequence ``index`` for an error message."""
+    return names[index] if names else f"seq{index + 1}"
