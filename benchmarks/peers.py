@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -176,8 +177,11 @@ def kalign(in_fasta: Path, threads: int, workdir: Path, timeout: float | None) -
     return _run("kalign", argv, out, timeout)
 
 
-def famsa(in_fasta: Path, threads: int, workdir: Path, timeout: float | None) -> PeerResult:
-    """FAMSA through pyfamsa with its defaults; runs in this process, so no timeout.
+def famsa(
+    in_fasta: Path, threads: int, workdir: Path, timeout: float | None, **options
+) -> PeerResult:
+    """FAMSA through pyfamsa with its defaults (``options``: more ``pyfamsa.Aligner``
+    arguments); runs in this process, so no timeout.
 
     pyfamsa 0.7.0 does not always give the same alignment for the same input: on BAliBASE
     BB11001 (4 sequences) repeated runs gave SP 1.0 or 0.816 with one thread.
@@ -192,7 +196,7 @@ def famsa(in_fasta: Path, threads: int, workdir: Path, timeout: float | None) ->
     with Timer() as t:
         seqs = [pyfamsa.Sequence(r.name.encode(), r.seq.upper().encode()) for r in records]
         try:
-            aln = pyfamsa.Aligner(threads=threads).align(seqs)
+            aln = pyfamsa.Aligner(threads=threads, **options).align(seqs)
         except (ValueError, RuntimeError) as exc:
             raise PeerFailed(f"famsa failed: {exc}") from None
         names = [s.id.decode() for s in aln]
@@ -210,11 +214,14 @@ PEERS: dict[str, Callable[..., PeerResult]] = {
     "muscle-super5": _muscle("-super5"),
     "kalign": kalign,
     "famsa": famsa,
+    # FAMSA 2's -medoidtree: a medoid-clustering guide tree instead of all pairs
+    "famsa-medoid": partial(famsa, tree_heuristic="medoid"),
 }
-# muscle-super5 is MUSCLE's mode for inputs of thousands of sequences: asked for by name only.
-DEFAULT_PEERS = [p for p in PEERS if p != "muscle-super5"]
+# muscle-super5 is MUSCLE's mode for inputs of thousands of sequences, famsa-medoid FAMSA's for
+# hundreds of thousands: asked for by name only.
+DEFAULT_PEERS = [p for p in PEERS if p not in ("muscle-super5", "famsa-medoid")]
 
-_PROGRAM = {p: p.split("-")[0] for p in PEERS} | {"famsa": "pyfamsa"}
+_PROGRAM = {p: p.split("-")[0] for p in PEERS} | {"famsa": "pyfamsa", "famsa-medoid": "pyfamsa"}
 
 
 def run_peer(

@@ -12,6 +12,7 @@ it. FAMSA runs through pyfamsa in a child
 ``-medoidtree``), Kalign as its binary. SP/TC count the root's columns (``core.txt``).
 ``mafft`` (its default, FFT-NS-2) can be added with ``--tools``; long sequences take
 ``--indels`` to evolve more than one indel per root-to-leaf path (issue #38's long MSAs).
+``--config NAME=VALUE`` (repeatable) passes torchmsa's ``--config`` on; rows record it.
 
     python -m benchmarks.scale --sizes 10000,30000,100000 --device cuda --threads 16
     python -m benchmarks.scale --sizes 2 --length 30000 --indels 300 --mode default \
@@ -59,8 +60,9 @@ def _child_argv(tool: str, inp: Path, out: Path, args, report: Path) -> list[str
             return ["bash", "-c", script, exe, str(inp), str(out), str(args.threads)]
         return [exe, "-i", str(inp), "-o", str(out), "-n", str(args.threads)]
     head = [sys.executable, "-m", "benchmarks.scale", "--child", tool, "--report", str(report)]
+    config = [w for c in args.config for w in ("--config", c)]
     return head + ["--threads", str(args.threads), "--device", args.device, "--mode", args.mode,
-                   "--tree", args.tree, str(inp), str(out)]  # fmt: skip
+                   "--tree", args.tree, *config, str(inp), str(out)]  # fmt: skip
 
 
 # Runs argv[2:] and writes its peak RSS (bytes) to argv[1]. A child's ru_maxrss starts at the
@@ -110,6 +112,7 @@ def child(tool: str, inp: Path, out: Path, args) -> int:
 
         code = cli_main(["align", str(inp), "-o", str(out), "--device", args.device,
                          "--mode", args.mode, "--tree", args.tree,
+                         *[w for c in args.config for w in ("--config", c)],
                          "--threads", str(args.threads)])  # fmt: skip
         import torch
 
@@ -153,6 +156,13 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--mode", default="auto")
     ap.add_argument("--tree", default="auto", help="torchmsa's --tree (default: its own choice)")
+    ap.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="torchmsa's --config (repeatable), e.g. tree.parttree_distance=lcs",
+    )
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "torchmsa-scale")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
@@ -187,6 +197,7 @@ def main(argv=None) -> int:
             rows.append({
                 "n": n, "tool": tool, "mode": args.mode if tool == "torchmsa" else "",
                 "tree": args.tree if tool == "torchmsa" else "",
+                "config": " ".join(args.config) if tool == "torchmsa" else "",
                 "threads": args.threads, "status": status, "wall_s": round(wall, 3),
                 "peak_rss_gib": round(rss / 2**30, 3),
                 "peak_gpu_gib": None if peak is None else round(peak / 2**30, 3),
