@@ -65,3 +65,15 @@ def test_an_align_reads_and_writes_fasta_without_biopython_align():
         "print('Bio.Align' in sys.modules)"
     )
     assert out == "False"
+
+
+def test_a_default_align_loads_neither_accurate_mode_nor_biopython():
+    out = _python(
+        "import sys, torchmsa\n"
+        "seqs = {'a': 'MKVLAAGIVG', 'b': 'MKVLSAGIVG', 'c': 'MKALAAGVVG'}\n"
+        "torchmsa.align(seqs, mode='default', device='cpu')\n"
+        "loaded = ('Bio', 'torchmsa.consistency', 'torchmsa.pipeline.accurate', "
+        "'torchmsa.features.identity')\n"
+        "print(sorted(m for m in loaded if m in sys.modules))"
+    )
+    assert out == "[]"

@@ -36,9 +36,9 @@ def test_asset_folders_are_package_data():
 
 def test_the_command_line_starts_without_the_server_stack():
     """Building the CLI (every verb's options) imports none of the server's, client's or
-    viewer's libraries, nor torch, numba or Triton: `torchmsa align` does not pay for
+    viewer's libraries, nor torch, numba, Triton or numpy: `torchmsa align` does not pay for
     FastAPI, SQLAlchemy or Pillow, and `torchmsa --help`, `submit`, `status` and `fetch`
-    (HTTP clients) do not pay for torch."""
+    (HTTP clients) do not pay for torch or numpy."""
     import subprocess
     import sys
 
@@ -47,7 +47,7 @@ def test_the_command_line_starts_without_the_server_stack():
         "from torchmsa.cli import build_parser\n"
         "build_parser()\n"
         "heavy = ('fastapi', 'starlette', 'uvicorn', 'sqlalchemy', 'httpx', 'PIL', 'selenium',"
-        " 'psycopg', 'torch', 'numba', 'triton')\n"
+        " 'psycopg', 'torch', 'numba', 'triton', 'numpy')\n"
         "print(' '.join(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run(

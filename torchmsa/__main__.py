@@ -1,5 +1,3 @@
-import sys
+from torchmsa.cli import exit_with, main
 
-from torchmsa.cli import main
-
-sys.exit(main())
+exit_with(main())

@@ -14,14 +14,10 @@ folder (see :mod:`torchmsa.runtime`).
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from torchmsa.synthetic import AMINO, family
 
 __all__ = [
     "TaskReport", "WarmupReport", "warmup", "TASKS", "triton_build_counter", "numba_compiled"
@@ -65,9 +61,12 @@ class WarmupReport:
 # ---- the tasks: each runs in a process of its own ----------------------------------------
 
 
-def _family(n: int, length: int, seed: int, letters: str = AMINO) -> dict[str, str]:
-    """A small named family with substitutions and a deletion each (:mod:`torchmsa.synthetic`)."""
-    seqs = family(n, length, seed, letters=letters, indels=True)
+def _family(n: int, length: int, seed: int, letters: str | None = None) -> dict[str, str]:
+    """A small named family with substitutions and a deletion each (:mod:`torchmsa.synthetic`;
+    ``letters``: its amino acids unless given)."""
+    from torchmsa.synthetic import AMINO, family
+
+    seqs = family(n, length, seed, letters=letters or AMINO, indels=True)
     return {f"w{k}": s for k, s in enumerate(seqs)}
 
 
@@ -340,6 +339,9 @@ def warmup(
             except Exception as exc:
                 raise _failed([name], exc) from exc
     else:
+        import concurrent.futures
+        import multiprocessing
+
         # spawned processes: a fork would copy this process's CUDA context and thread pools
         # (so a calling script needs the ``if __name__ == "__main__":`` guard; the command and
         # notebooks need none)

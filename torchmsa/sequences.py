@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import torch
-from Bio.Seq import MutableSeq, Seq
 
 from torchmsa import io
 from torchmsa.alphabet import Alphabet, encode_batch, resolve_alphabet
@@ -17,12 +17,19 @@ from torchmsa.records import Record, header
 __all__ = ["Record", "SequenceBatch", "as_records", "segments"]
 
 
+def _bio_seqs() -> tuple[type, ...]:
+    """``Bio.Seq.Seq`` and ``MutableSeq``, or none while Biopython's module is not loaded (no
+    such object can exist then): a plain ``align`` does not pay for importing it."""
+    module = sys.modules.get("Bio.Seq")
+    return (module.Seq, module.MutableSeq) if module is not None else ()
+
+
 def _text(value, where: str) -> str:
     """A sequence's text: ``str``, ``Bio.Seq.Seq`` / ``MutableSeq``; anything else is refused
     (``str(None)`` would otherwise become the protein ``"NONE"``)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (Seq, MutableSeq)):
+    if isinstance(value, _bio_seqs()):
         try:
             return str(value)
         except ValueError:
@@ -73,15 +80,17 @@ def as_records(seqs, *, limits: io.InputLimits | None = None) -> list[Record]:
             f"Invalid value for `seqs` argument: {type(seqs).__name__}; pass a file path, a list "
             f"of strings, a dict of name to sequence or a list of Bio.SeqRecord"
         )
-    if isinstance(seqs, (Seq, MutableSeq)):
+    bio_seqs = _bio_seqs()
+    if isinstance(seqs, bio_seqs):
         raise ArgumentError("`seqs` is a single Bio.Seq; pass a list of sequences, e.g. [str(seq)]")
+    texts = (str, *bio_seqs)
     out = []
     for i, item in enumerate(seqs):
         if isinstance(item, Record):
             if not isinstance(item.seq, str):
                 item = item._replace(seq=_text(item.seq, f"sequence {item.name!r}"))
             out.append(item)
-        elif isinstance(item, (str, Seq, MutableSeq)):
+        elif isinstance(item, texts):
             name = f"seq{i + 1}"
             out.append(Record(name, name, _text(item, f"item #{i + 1} of `seqs`")))
         elif hasattr(item, "seq") and hasattr(item, "id"):

@@ -11,20 +11,53 @@ returns tensors; :class:`torchmsa.Alignment` has a method for each. One module p
 * :mod:`~torchmsa.features.logodds`: log-odds PSSM.
 """
 
-from torchmsa.features.alphafold import (
-    AF_RESTYPES,
-    alphafold_features,
-    alphafold_ids,
-    alphafold_one_hot,
-    cluster_assignment,
-    deletion_value,
-    has_deletion,
-)
-from torchmsa.features.filters import coverage, filter_rows, select_diverse
-from torchmsa.features.identity import DEFINITIONS, PairIdentity, identity_matrix, identity_to_rows
-from torchmsa.features.logodds import pssm, pssm_states
-from torchmsa.features.read import MSARows, parse_a3m, read_msa
-from torchmsa.features.weights import neff, sequence_weights
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchmsa.features.alphafold import (
+        AF_RESTYPES,
+        alphafold_features,
+        alphafold_ids,
+        alphafold_one_hot,
+        cluster_assignment,
+        deletion_value,
+        has_deletion,
+    )
+    from torchmsa.features.filters import coverage, filter_rows, select_diverse
+    from torchmsa.features.identity import (
+        DEFINITIONS,
+        PairIdentity,
+        identity_matrix,
+        identity_to_rows,
+    )
+    from torchmsa.features.logodds import pssm, pssm_states
+    from torchmsa.features.read import MSARows, parse_a3m, read_msa
+    from torchmsa.features.weights import neff, sequence_weights
+
+# each name from its module on first use: torchmsa.Alignment (which every align returns)
+# then loads only the MSA reader, not the feature code (issue #36)
+_WHERE = {
+    **dict.fromkeys(
+        (
+            "AF_RESTYPES",
+            "alphafold_features",
+            "alphafold_ids",
+            "alphafold_one_hot",
+            "cluster_assignment",
+            "deletion_value",
+            "has_deletion",
+        ),
+        "alphafold",
+    ),
+    **dict.fromkeys(("coverage", "filter_rows", "select_diverse"), "filters"),
+    **dict.fromkeys(
+        ("DEFINITIONS", "PairIdentity", "identity_matrix", "identity_to_rows"), "identity"
+    ),
+    **dict.fromkeys(("pssm", "pssm_states"), "logodds"),
+    **dict.fromkeys(("MSARows", "parse_a3m", "read_msa"), "read"),
+    **dict.fromkeys(("neff", "sequence_weights"), "weights"),
+}
 
 __all__ = [
     "AF_RESTYPES",
@@ -49,3 +82,15 @@ __all__ = [
     "select_diverse",
     "sequence_weights",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'torchmsa.features' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"torchmsa.features.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

@@ -45,7 +45,6 @@ from torchmsa.config import (
 from torchmsa.distributed.world import wanted
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.backend import resolve_backend, resolve_device
-from torchmsa.pipeline.accurate import library, local_scoring
 from torchmsa.pipeline.dedupe import restore, restore_tree
 from torchmsa.pipeline.groups import align_group, along_tree
 from torchmsa.pipeline.jobs import Job, group_jobs, prepare_jobs, progress_steps
@@ -331,6 +330,8 @@ def build_tree(
         if job.mode != "accurate":
             t = first_tree(b, job.first, impl, config=config.tree, policy=policy, budget=budget)
             return restore_tree(t, job.copies)
+        from torchmsa.pipeline.accurate import library, local_scoring
+
         local = local_scoring(b.alphabet, config=config.consistency)
         lib = library(b, local, impl, config=config.consistency, policy=policy, budget=budget)
         with stage("first_tree"):

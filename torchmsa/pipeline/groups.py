@@ -7,7 +7,6 @@ from __future__ import annotations
 import torch
 
 from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget
-from torchmsa.pipeline.accurate import accurate_group
 from torchmsa.pipeline.jobs import concat, tree_weights
 from torchmsa.pipeline.modes import linkage, second_pass
 from torchmsa.pipeline.progress import ProgressBar
@@ -40,7 +39,9 @@ def align_group(
     config = AlignConfig() if config is None else config
     method = linkage(config.tree.method)
     stage = {"config": config, "policy": policy, "budget": budget}
-    if mode == "accurate":
+    if mode == "accurate":  # its consistency library's modules load only for it
+        from torchmsa.pipeline.accurate import accurate_group
+
         return accurate_group(batches, scoring, method, impl, bar, host_small, **stage)
     gap = batches[0].alphabet.gap_code
     given = [None] * len(batches) if trees is None else trees

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import torch
 
 from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget
-from torchmsa.consistency import library_bytes
 from torchmsa.pipeline.dedupe import Copies, collapse
 from torchmsa.pipeline.modes import first_tree_method, resolve_mode, second_pass
 from torchmsa.pipeline.placement import host_job
@@ -88,6 +87,8 @@ def prepare_jobs(
 def _library_misfit(batch: SequenceBatch, place: torch.device, budget: MemoryBudget):
     """Why accurate mode's library of ``batch`` cannot be built on ``place`` (``None``: it
     fits ``budget``)."""
+    from torchmsa.consistency import library_bytes
+
     need = library_bytes(batch.lengths)
     avail = budget.limit(place)
     if need <= avail:

@@ -12,7 +12,6 @@ import torch
 from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget, TreeConfig
 from torchmsa.errors import ArgumentError, ResourceError
 from torchmsa.ops.backend import resolve_backend, resolve_device
-from torchmsa.pipeline.accurate import library, local_scoring
 from torchmsa.pipeline.jobs import prepare_jobs
 from torchmsa.sequences import SequenceBatch
 from torchmsa.stages import stage
@@ -272,6 +271,8 @@ def guide_distances(
     if len(b) == 1:
         dist = torch.zeros(1, 1, dtype=torch.float64)
     elif job.mode == "accurate":
+        from torchmsa.pipeline.accurate import library, local_scoring
+
         local = local_scoring(b.alphabet, config=config.consistency)
         lib = library(b, local, impl, config=config.consistency, policy=policy, budget=budget)
         dist = torch.as_tensor(lib.dist, dtype=torch.float64)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchmsa.consistency import entry_values
 from torchmsa.progressive.forest import ResidueTable
 
 __all__ = ["ColumnTracker"]
@@ -29,6 +28,8 @@ class ColumnTracker:
         entries contiguous), and the range ``lo[v]:hi[v]`` of the entries whose sequences meet
         at node ``v``."""
         if self._entries is None:
+            from torchmsa.consistency import entry_values  # accurate mode's modules, on use
+
             c = self.cons
             val = entry_values(c, self.weights)
             ent = torch.stack([c.x, c.i, c.y, c.j, val]).to(torch.int64).cpu().numpy()

@@ -10,7 +10,6 @@ import numpy as np
 import torch
 
 from torchmsa.config import ExecutionPolicy
-from torchmsa.consistency import entry_values
 from torchmsa.cpu.refine import (
     entries_by_row,
     evaluate_edge,
@@ -43,6 +42,8 @@ class HostEdges:
         if library is None:
             lib, val = np.zeros((4, 0), np.int64), np.zeros(0, np.int64)
         else:  # on the library's device, then one copy each
+            from torchmsa.consistency import entry_values  # accurate mode's, on use
+
             w = weights.to(device=library.x.device, dtype=torch.int64)
             lib = torch.stack([library.x, library.i, library.y, library.j]).to(torch.int64)
             val = entry_values(library, w)

@@ -14,7 +14,6 @@ import numba
 import torch
 
 from torchmsa.config import ExecutionPolicy, MemoryBudget
-from torchmsa.consistency import Library, entry_values
 from torchmsa.progressive import ProfileScoring
 from torchmsa.refine.evaluate import State, evaluate_partitions
 from torchmsa.refine.host import HostEdges
@@ -29,7 +28,9 @@ class Place:
         self.sides = sides.to(device)
         self.weights = weights.to(device=device, dtype=torch.int64)
         self.lib = self.lib_val = None
-        if library is not None:
+        if library is not None:  # accurate mode: its consistency modules load only for it
+            from torchmsa.consistency import Library, entry_values
+
             self.lib = Library(
                 *(t.to(device) for t in (library.x, library.i, library.y, library.j, library.w)),
                 library.dist,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 # each name from its module on first use: building the command line's parser (which reads
 # ``view``'s options) then imports neither torch nor the page and image code
 _WHERE = {
-    "SCHEMES": "colors",
+    "SCHEMES": "schemes",
     "LoadedAlignment": "model",
     "add_parser": "cli",
     "load": "model",
@@ -41,10 +41,10 @@ __all__ = [
 
 if TYPE_CHECKING:
     from torchmsa.view.cli import add_parser, run
-    from torchmsa.view.colors import SCHEMES
     from torchmsa.view.html import repr_html, to_html
     from torchmsa.view.model import LoadedAlignment, load, parse_region, parse_rows
     from torchmsa.view.png import to_png
+    from torchmsa.view.schemes import SCHEMES
 
 
 def __getattr__(name: str):

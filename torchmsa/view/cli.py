@@ -11,7 +11,7 @@ import os
 import sys
 
 from torchmsa.errors import ArgumentError, FormatError
-from torchmsa.view.colors import SCHEMES
+from torchmsa.view.schemes import SCHEMES
 
 __all__ = ["add_parser", "run"]
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from torchmsa.errors import ArgumentError
+from torchmsa.view.schemes import SCHEMES
 
 if TYPE_CHECKING:
     import torch
@@ -48,7 +49,6 @@ __all__ = [
     "rgb",
 ]
 
-SCHEMES = ("clustal", "zappo", "identity", "hydrophobicity")
 GAP_COLOR = "#ffffff"
 PLAIN = "#ececec"
 
