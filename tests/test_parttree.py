@@ -279,6 +279,10 @@ def test_lcs_counts_are_the_lcs_lengths():
     assert np.array_equal(got_ab, full[np.ix_(a, b)])
     assert np.array_equal(got_aa, full[np.ix_(a, a)])
     assert np.array_equal(counts.self_counts, batch.lengths.numpy())
+    # all pairs of a group, each counted once, over more rows than the square's row chunks
+    everyone = np.random.default_rng(22).permutation(len(seqs))
+    (got_all,) = counts.blocks([(everyone, None)])
+    assert np.array_equal(got_all, full[np.ix_(everyone, everyone)])
 
 
 def test_the_pipeline_parttree_distance_is_configurable():

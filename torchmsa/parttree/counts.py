@@ -156,10 +156,13 @@ class LcsCounts:
         self.masks = lcs_masks(self.codes, self.self_counts)
 
     def blocks(self, tasks):
-        from torchmsa.cpu.lcs_rows import lcs_block
+        from torchmsa.cpu.lcs_rows import lcs_block, lcs_square
 
-        sc, masks = self.self_counts, self.masks
-        return [lcs_block(self.codes, sc, masks, a, a if b is None else b) for a, b in tasks]
+        sc, masks, codes = self.self_counts, self.masks, self.codes
+        return [
+            lcs_square(codes, sc, masks, a) if b is None else lcs_block(codes, sc, masks, a, b)
+            for a, b in tasks
+        ]
 
     def distances(self, lcs, sa, sb):
         return lcs_distances(lcs, sa, sb)
