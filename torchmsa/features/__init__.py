@@ -11,8 +11,9 @@ returns tensors; :class:`torchmsa.Alignment` has a method for each. One module p
 * :mod:`~torchmsa.features.logodds`: log-odds PSSM.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from torchmsa.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from torchmsa.features.alphafold import (
@@ -84,13 +85,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'torchmsa.features' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"torchmsa.features.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_attributes(__name__, _WHERE)

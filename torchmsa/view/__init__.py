@@ -8,8 +8,9 @@
 On the command line: ``torchmsa view ALN [-o out.html|out.png] ...`` (:mod:`torchmsa.view.cli`).
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from torchmsa.lazy import lazy_attributes
 
 # each name from its module on first use: building the command line's parser (which reads
 # ``view``'s options) then imports neither torch nor the page and image code
@@ -47,13 +48,4 @@ if TYPE_CHECKING:
     from torchmsa.view.schemes import SCHEMES
 
 
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'torchmsa.view' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"torchmsa.view.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_attributes(__name__, _WHERE)
