@@ -9,6 +9,8 @@ built at once from the ops (:func:`rows_from_ops`). The tensor API has no Python
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -248,11 +250,27 @@ def encode_sequences(
     return EncodedSequences(codes.to(dev), lengths.to(dev), alphabet.name)
 
 
+class _ItemNames(Sequence):
+    """``label[0]``, ``label[1]``, ...: the names errors give the items of a list argument,
+    each made only when an error needs it (10,000 of them cost more than encoding 10,000
+    sequences' check)."""
+
+    def __init__(self, label: str, n: int):
+        self.label, self.n = label, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k):
+        if not 0 <= k < self.n:
+            raise IndexError(k)
+        return f"{self.label}[{k}]"
+
+
 def _encode(seqs: list[str], alphabet: Alphabet, label: str):
     """``(uint8 [N, L >= 1] codes, int32 [N] lengths, residue texts)``; a bad sequence is named
     ``label[k]`` in the error, as the per-sequence ``encode`` names it."""
-    names = [f"{label}[{k}]" for k in range(len(seqs))]
-    codes, lengths, residues = encode_batch(seqs, alphabet, names)
+    codes, lengths, residues = encode_batch(seqs, alphabet, _ItemNames(label, len(seqs)))
     if codes.shape[1] == 0:  # only empty sequences: one column of padding, as for any batch
         codes = np.full((len(seqs), 1), alphabet.gap_code, np.uint8)
     return torch.from_numpy(codes), torch.from_numpy(lengths), residues
@@ -539,17 +557,14 @@ def pairwise_align(
         r = _scores(*tensors, scoring, mode, backend, budget)
         score, end_a, end_b = torch.stack(tuple(r)).tolist()
         start = [None if mode == "local" else 0] * len(score)
-        results = [
-            PairwiseAlignment(s, None, (sa, ea), (sb, eb))
-            for s, sa, ea, sb, eb in zip(score, start, end_a, start, end_b)
-        ]
+        ranges_a, ranges_b = zip(start, end_a), zip(start, end_b)
+        no_rows = repeat(None)  # score only: no gapped rows
+        results = list(map(PairwiseAlignment._make, zip(score, no_rows, ranges_a, ranges_b)))
     else:
         r = _traceback(*tensors, scoring, mode, backend, budget)
         info = torch.stack(r[:6]).cpu().numpy()  # [6, P]
         rows = rows_from_ops(r.ops.cpu().numpy(), info[5], res_a, res_b, info[1], info[3])
         score, start_a, end_a, start_b, end_b, _ = info.tolist()
-        results = [
-            PairwiseAlignment(s, row, (sa, ea), (sb, eb))
-            for s, row, sa, ea, sb, eb in zip(score, rows, start_a, end_a, start_b, end_b)
-        ]
+        ranges_a, ranges_b = zip(start_a, end_a), zip(start_b, end_b)
+        results = list(map(PairwiseAlignment._make, zip(score, rows, ranges_a, ranges_b)))
     return results[0] if single else results
