@@ -382,3 +382,28 @@ def test_cold_start_caches_start_empty_and_summaries_compare_with_the_peer(tmp_p
     args = SimpleNamespace(device="cpu", work=tmp_path, timeout=None, backend="cpu", threads=1)
     got = cold_start.warmup_row("default", {}, args)
     assert got["ok"] is False and got["note"] == "this torchmsa has no warmup command"
+
+
+def test_tree_swap_scores_one_pass_under_each_tree(tmp_path, monkeypatch):
+    import gzip
+
+    from benchmarks import tree_swap
+
+    folder = tmp_path / "data" / "toy"
+    folder.mkdir(parents=True)
+    seqs = {"a": "MKVLAAGHWTEQ", "b": "MKVLGHWTEQ", "c": "MKALAAGHWEQ", "d": "MKVLAAGWTEQ"}
+    with gzip.open(folder / "T1.in.fasta.gz", "wt") as fh:
+        fh.write("".join(f">{k}\n{v}\n" for k, v in seqs.items()))
+    ref = {"a": "MKVLAAGHWTEQ", "b": "MKVL--GHWTEQ", "c": "MKALAAGHW-EQ", "d": "MKVLAAG-WTEQ"}
+    (folder / "T1.ref.fasta").write_text("".join(f">{k}\n{v}\n" for k, v in ref.items()))
+    # FAMSA's tree stands in as a caterpillar, so the two passes differ where they can
+    monkeypatch.setattr(tree_swap, "famsa_tree", lambda records, threads: "(((a,b),c),d);")
+    argv = ["toy/T1", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
+    assert tree_swap.main(argv) == 0
+    rows = read_rows(tmp_path / "out" / "tree_swap.csv")
+    assert [(r["case"], r["tree"], r["n_seqs"]) for r in rows] == [
+        ("T1", "torchmsa-lcs", "4"),
+        ("T1", "famsa", "4"),
+    ]
+    assert all(0 <= float(r["sp"]) <= 1 and 0 <= float(r["tc"]) <= 1 for r in rows)
+    assert all(r["command"].startswith("python") for r in rows)
