@@ -60,9 +60,13 @@ def _child_argv(tool: str, inp: Path, out: Path, args, report: Path) -> list[str
             return ["bash", "-c", script, exe, str(inp), str(out), str(args.threads)]
         return [exe, "-i", str(inp), "-o", str(out), "-n", str(args.threads)]
     head = [sys.executable, "-m", "benchmarks.scale", "--child", tool, "--report", str(report)]
-    config = [w for c in args.config for w in ("--config", c)]
     return head + ["--threads", str(args.threads), "--device", args.device, "--mode", args.mode,
-                   "--tree", args.tree, *config, str(inp), str(out)]  # fmt: skip
+                   "--tree", args.tree, *_config_words(args), str(inp), str(out)]  # fmt: skip
+
+
+def _config_words(args) -> list[str]:
+    """``--config NAME=VALUE`` words for torchmsa's command line, one pair per setting."""
+    return [w for c in args.config for w in ("--config", c)]
 
 
 # Runs argv[2:] and writes its peak RSS (bytes) to argv[1]. A child's ru_maxrss starts at the
@@ -112,7 +116,7 @@ def child(tool: str, inp: Path, out: Path, args) -> int:
 
         code = cli_main(["align", str(inp), "-o", str(out), "--device", args.device,
                          "--mode", args.mode, "--tree", args.tree,
-                         *[w for c in args.config for w in ("--config", c)],
+                         *_config_words(args),
                          "--threads", str(args.threads)])  # fmt: skip
         import torch
 

@@ -2,18 +2,16 @@
 linkage (:func:`torchmsa.ops.lcs.lcs_single_linkage`) reads, with the pair routine of
 :mod:`torchmsa.cpu.lcs` (so the same integers as its full matrix); the twin of
 ``triton_kernels/lcs.py``'s ``lcs_rows``. And blocks of any sequences against any others
-(:func:`lcs_block`), and all pairs of a few (:func:`lcs_square`), which PartTree over LCS
-distances reads."""
+(:func:`lcs_block`), which PartTree over LCS distances reads."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
 
 from torchmsa.cpu.lcs import pair_lcs
 
-__all__ = ["lcs_rows", "lcs_block", "lcs_square"]
+__all__ = ["lcs_rows", "lcs_block"]
 
 
 @njit(cache=True, parallel=True)
@@ -51,28 +49,4 @@ def lcs_block(codes, lengths, masks, ia: np.ndarray, ib: np.ndarray) -> np.ndarr
     out = np.zeros((len(ia), len(ib)), np.int64)
     if len(ia) and len(ib):
         _block(codes, lengths, masks, ia, ib, out)
-    return out
-
-
-@njit(cache=True, parallel=True)
-def _square(codes, lengths, masks, ia, out, n_chunks):
-    n = ia.shape[0]
-    # row x has n - 1 - x pairs: chunk c takes rows c, c + n_chunks, ... for balance
-    for c in prange(n_chunks):
-        v = np.empty(masks.shape[2], np.uint64)
-        for x in range(c, n, n_chunks):
-            a = ia[x]
-            out[x, x] = lengths[a]
-            for y in range(x + 1, n):
-                b = ia[y]
-                out[x, y] = out[y, x] = pair_lcs(masks[b], lengths[b], codes[a], lengths[a], v)
-
-
-def lcs_square(codes, lengths, masks, ia: np.ndarray) -> np.ndarray:
-    """``int64 [len(ia), len(ia)]``: :func:`lcs_block` of ``ia`` against itself, each pair
-    counted once (the LCS is symmetric; a sequence's LCS with itself is its length)."""
-    ia = np.ascontiguousarray(ia, dtype=np.int64)
-    out = np.zeros((len(ia), len(ia)), np.int64)
-    if len(ia):
-        _square(codes, lengths, masks, ia, out, min(len(ia), 8 * numba.get_num_threads()))
     return out

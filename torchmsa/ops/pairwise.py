@@ -252,8 +252,8 @@ def encode_sequences(
 
 class _ItemNames(Sequence):
     """``label[0]``, ``label[1]``, ...: the names errors give the items of a list argument,
-    each made only when an error needs it (10,000 of them cost more than encoding 10,000
-    sequences' check)."""
+    each made only when an error needs it (a list of 10,000 names took 1.7 ms, about half of
+    what encoding the 10,000 sequences takes)."""
 
     def __init__(self, label: str, n: int):
         self.label, self.n = label, n

@@ -156,13 +156,15 @@ class LcsCounts:
         self.masks = lcs_masks(self.codes, self.self_counts)
 
     def blocks(self, tasks):
-        from torchmsa.cpu.lcs_rows import lcs_block, lcs_square
+        return [self._block(a, b) for a, b in tasks]
 
-        sc, masks, codes = self.self_counts, self.masks, self.codes
-        return [
-            lcs_square(codes, sc, masks, a) if b is None else lcs_block(codes, sc, masks, a, b)
-            for a, b in tasks
-        ]
+    def _block(self, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+        from torchmsa.cpu.lcs import lcs_lengths
+        from torchmsa.cpu.lcs_rows import lcs_block
+
+        if b is None:  # all pairs of a group, each once: the all-pairs routine of the LCS tree
+            return lcs_lengths(self.codes[a], self.self_counts[a]).numpy().astype(np.int64)
+        return lcs_block(self.codes, self.self_counts, self.masks, a, b)
 
     def distances(self, lcs, sa, sb):
         return lcs_distances(lcs, sa, sb)
