@@ -115,9 +115,9 @@ def _add_merge(device: str) -> None:
 
 
 def _parallel(device: str) -> None:
-    """The parallel functions that calls of few cells leave to their one-thread twins
-    (:mod:`torchmsa.cpu.twins`): the default and accurate aligns again, every call taking the
-    parallel function."""
+    """The parallel functions that calls of few cells, and every call while they are not
+    compiled, leave to their one-thread twins (:mod:`torchmsa.cpu.twins`): the default and
+    accurate aligns again, every call taking the parallel function."""
     from torchmsa.cpu import twins
 
     saved = twins.SERIAL_CELLS

@@ -33,6 +33,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from torchmsa.cpu.twins import pick, twin
+
 __all__ = ["packed_column_scores"]
 
 TASK_CELLS = 1 << 16  # a pair larger than this is cut into tasks of about this many cells
@@ -46,13 +48,14 @@ def packed_column_scores(prof, matrix, off_a, n, off_b, m, w_a, w_b, s_off, occ_
 
     ``prof``: ``float64 [R, A]`` integer weight sums; ``matrix``: ``float64 [A, A]`` integer
     scores; ``off_*``, ``n``, ``m``, ``w_*``, ``s_off``: ``int64 [P]``; ``occ_shift``: the
-    occupancy floor. Runs on numba's threads (``numba.get_num_threads()``).
+    occupancy floor. Runs on numba's threads (``numba.get_num_threads()``), or on one
+    (:mod:`torchmsa.cpu.twins`: the same integers).
     """
     threads = numba.get_num_threads()  # read here: inside a jitted function it blocks caching
-    _packed(prof, matrix, off_a, n, off_b, m, w_a, w_b, s_off, occ_shift, out, threads)
+    run = pick(_packed_parallel, _packed_serial, int(np.dot(n, m)))
+    run(prof, matrix, off_a, n, off_b, m, w_a, w_b, s_off, occ_shift, out, threads)
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
 def _packed(prof, matrix, off_a, n, off_b, m, w_a, w_b, s_off, occ_shift, out, threads):
     task_p, task_lo, task_hi = _tasks(n, m)
     owner = _deal(task_lo, task_hi, m[task_p], threads)
@@ -64,6 +67,10 @@ def _packed(prof, matrix, off_a, n, off_b, m, w_a, w_b, s_off, occ_shift, out, t
                     prof, matrix, off_a[p], task_lo[k], task_hi[k], off_b[p], m[p],
                     np.float64(w_a[p]), np.float64(w_b[p]), s_off[p], occ_shift, out,
                 )  # fmt: skip
+
+
+_packed_parallel = njit(cache=True, parallel=True, error_model="numpy")(_packed)
+_packed_serial = njit(cache=True, nogil=True, error_model="numpy")(twin(_packed))
 
 
 @njit(cache=True, nogil=True)

@@ -62,7 +62,7 @@ from torchmsa.cpu import dp_linear, dp_long
 from torchmsa.cpu.dp_rows import fill_rows, pair_score_rows
 from torchmsa.cpu.rules.facing import facing
 from torchmsa.cpu.rules.trace_step import end_gaps, trace_step
-from torchmsa.cpu.twins import serial, small, twin
+from torchmsa.cpu.twins import pick, twin
 
 
 @njit(cache=True, nogil=True)
@@ -293,7 +293,6 @@ _pair_align_parallel = njit(cache=True, parallel=True)(_pair_align_batch)
 _pair_align_serial = njit(cache=True, nogil=True)(twin(_pair_align_batch))
 
 
-@njit(cache=True, parallel=True)
 def _profile_align_batch(
     S,
     s_off,
@@ -341,6 +340,10 @@ def _profile_align_batch(
         out[p, 5] = ej
 
 
+_profile_parallel = njit(cache=True, parallel=True)(_profile_align_batch)
+_profile_serial = njit(cache=True, nogil=True)(twin(_profile_align_batch))
+
+
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().contiguous().numpy()
 
@@ -366,7 +369,7 @@ def pairwise_score(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend,
     out = np.empty((codes_a.shape[0], 3), np.int32)
     la, lb = _np(len_a), _np(len_b)
     # the row-kernel twin only for few cells: on one thread too, long pairs want the striped one
-    run = _pair_score_rows if small(_cells(la, lb)) else _pair_score_batch
+    run = pick(_pair_score_batch, _pair_score_rows, _cells(la, lb), one_thread=False)
     run(
         _np(codes_a),
         la,
@@ -409,7 +412,7 @@ def pairwise_align(
         la_full, lb_full = la.copy(), lb.copy()
         la_full[huge] = 0
         lb_full[huge] = 0
-    run = _pair_align_serial if serial(_cells(la_full, lb_full)) else _pair_align_parallel
+    run = pick(_pair_align_parallel, _pair_align_serial, _cells(la_full, lb_full))
     run(ca, la_full, cb, lb_full, mat, int(gap_open), int(gap_extend), int(mode), ops, out)
     if la_full is not la:
         dp_linear.align_huge(
@@ -466,7 +469,8 @@ def profile_align(
     open_a, open_b = _np(open_a), _np(open_b)
     res_a = full_residues(open_a) if res_a is None else _np(res_a).astype(np.int32)
     res_b = full_residues(open_b) if res_b is None else _np(res_b).astype(np.int32)
-    _profile_align_batch(
+    run = pick(_profile_parallel, _profile_serial, int(np.dot(n_np, m_np)))
+    run(
         _np(S),
         _np(s_off),
         n_np,

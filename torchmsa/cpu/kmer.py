@@ -23,6 +23,7 @@ import torch
 from numba import njit, prange
 
 from torchmsa.constants import NOT_COUNTED, PAD
+from torchmsa.cpu.twins import pick, twin
 from torchmsa.errors import ArgumentError, check_codes
 
 __all__ = ["PAD", "NOT_COUNTED", "kmer_ids", "shared_counts", "pair_counts"]
@@ -32,7 +33,6 @@ __all__ = ["PAD", "NOT_COUNTED", "kmer_ids", "shared_counts", "pair_counts"]
 TABLE_LIMIT = 1 << 22
 
 
-@njit(cache=True, parallel=True)
 def _kmer_ids(codes, lengths, reduced, k, base, ids, n_ids):
     top = base ** (k - 1)
     for s in prange(codes.shape[0]):
@@ -106,7 +106,6 @@ def _row(ids_a, len_a, ids_b, len_b, out, p, q0, table, mirror):
             table[a[t]] = 0
 
 
-@njit(cache=True, parallel=True)
 def _shared(ids_a, len_a, ids_b, len_b, out, table_size, n_chunks, symmetric):
     # symmetric: task t is rows t and N-1-t of the triangle q >= p, so tasks carry equal work
     n = ids_a.shape[0]
@@ -120,6 +119,13 @@ def _shared(ids_a, len_a, ids_b, len_b, out, table_size, n_chunks, symmetric):
                     _row(ids_a, len_a, ids_a, len_a, out, n - 1 - t, n - 1 - t, table, True)
             else:
                 _row(ids_a, len_a, ids_b, len_b, out, t, 0, table, False)
+
+
+# each with a one-thread twin for small or first calls (:mod:`torchmsa.cpu.twins`)
+_kmer_ids_parallel = njit(cache=True, parallel=True)(_kmer_ids)
+_kmer_ids_serial = njit(cache=True, nogil=True)(twin(_kmer_ids))
+_shared_parallel = njit(cache=True, parallel=True)(_shared)
+_shared_serial = njit(cache=True, nogil=True)(twin(_shared))
 
 
 @njit(cache=True, parallel=True)
@@ -201,7 +207,8 @@ def kmer_ids(codes, lengths, reduced, k: int) -> tuple[torch.Tensor, torch.Tenso
         )
     ids = np.full((codes.shape[0], max(1, codes.shape[1] - k + 1)), PAD, np.int32)
     n_ids = np.zeros(codes.shape[0], np.int32)
-    _kmer_ids(codes, lengths, reduced, int(k), base, ids, n_ids)
+    run = pick(_kmer_ids_parallel, _kmer_ids_serial, codes.size)
+    run(codes, lengths, reduced, int(k), base, ids, n_ids)
     return torch.from_numpy(ids), torch.from_numpy(n_ids)
 
 
@@ -231,7 +238,8 @@ def shared_counts(
     top = max(_max_id(ids_a, len_a), _max_id(ids_b, len_b))
     table_size = top + 1 if top < table_limit else 0
     n_chunks = min(max(1, ids_a.shape[0]), 8 * numba.get_num_threads())
-    _shared(ids_a, len_a, ids_b, len_b, out, table_size, n_chunks, symmetric)
+    run = pick(_shared_parallel, _shared_serial, ids_a.size * ids_b.shape[0])
+    run(ids_a, len_a, ids_b, len_b, out, table_size, n_chunks, symmetric)
     return torch.from_numpy(out)
 
 

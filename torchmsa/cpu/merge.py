@@ -28,7 +28,7 @@ from torchmsa.cpu.rules.consistency_tile import add_tile
 from torchmsa.cpu.rules.gap_costs import gap_costs
 from torchmsa.cpu.rules.path_columns import path_columns
 from torchmsa.cpu.rules.residue_factors import residue_factors
-from torchmsa.cpu.twins import serial, twin
+from torchmsa.cpu.twins import pick, twin
 
 __all__ = ["merge_nodes"]
 
@@ -317,9 +317,9 @@ def merge_nodes(pairs, level_start, n_leaves, cols, weights, seq_off, *rest, wid
     ``wide``: some pair may have more than ``linear_cells`` cells (the variants that align
     those in linear space; the others align them with whole matrices)."""
     longest = int(np.diff(seq_off).max()) if len(seq_off) > 1 else 0
-    one = serial(len(pairs) * longest * longest)
+    cells = len(pairs) * longest * longest
     if wide:
-        run = _merge_serial_linear if one else _merge_parallel_linear
+        run = pick(_merge_parallel_linear, _merge_serial_linear, cells)
     else:
-        run = _merge_serial if one else _merge_parallel
+        run = pick(_merge_parallel, _merge_serial, cells)
     return run(pairs, level_start, n_leaves, cols, weights, seq_off, *rest)

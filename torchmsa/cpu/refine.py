@@ -28,7 +28,7 @@ from torchmsa.cpu.rules.consistency_tile import add_tile
 from torchmsa.cpu.rules.gap_costs import gap_costs
 from torchmsa.cpu.rules.path_score import path_score
 from torchmsa.cpu.rules.residue_factors import residue_factors
-from torchmsa.cpu.twins import serial, small, twin
+from torchmsa.cpu.twins import pick, small, twin
 
 __all__ = [
     "evaluate_edge",
@@ -443,5 +443,5 @@ def evaluate_edges(codes, weights, sides, matrix, gap, *rest):
                 by_row, row_ptr, col, seq_off, cweight, ops[k],
             )  # fmt: skip
         return
-    run = _edges_serial if serial(cells) else _edges_parallel
+    run = pick(_edges_parallel, _edges_serial, cells)
     run(codes, weights, sides, matrix, gap, *rest)

@@ -15,6 +15,13 @@ time it is taken. The twin of the pairwise scores (``dp._pair_score_rows``) also
 the striped kernel, which pays only on long pairs and compiles for 15 s: it is taken for few
 cells only, on one thread too. ``torchmsa warmup`` fills both (its ``parallel`` task sets
 :data:`SERIAL_CELLS` to -1).
+
+A first ``align`` without ``torchmsa warmup`` would still compile every parallel function it
+meets above that threshold (a 50-sequence family: 65 s of a 66 s first call on an H100
+machine's host, most of it ``merge_nodes`` and ``evaluate_edges``). So :func:`pick` also takes
+the twin while the parallel function is not compiled yet, neither in this process nor in
+numba's on-disk cache, until this process has run :data:`COLD_CELLS` cells on the twin in its
+place: below that the threads save less time than compiling them costs (decision 0049).
 """
 
 from __future__ import annotations
@@ -23,10 +30,15 @@ import types
 
 import numba
 
-__all__ = ["SERIAL_CELLS", "serial", "small", "twin"]
+__all__ = ["SERIAL_CELLS", "COLD_CELLS", "compiled", "pick", "serial", "small", "twin"]
 
 # below this many DP cells in one call the twin runs: a few milliseconds on one core
 SERIAL_CELLS = 1 << 21
+# cells a process runs on a twin in place of a parallel function not compiled yet: about 2 s
+# on one core, against 5-25 s of compiling the parallel function
+COLD_CELLS = 1 << 30
+_cold_cells: dict[int, int] = {}  # id(parallel function) -> cells run on its twin instead
+_on_disk: dict[int, bool] = {}  # id(parallel function) -> its overloads were in the disk cache
 
 
 def small(cells: int) -> bool:
@@ -39,6 +51,40 @@ def serial(cells: int) -> bool:
     """Whether a call of about ``cells`` DP cells takes the one-thread twin: a small one, or
     any on one thread (never when :data:`SERIAL_CELLS` is negative)."""
     return small(cells) or (0 <= SERIAL_CELLS and numba.get_num_threads() == 1)
+
+
+def pick(parallel, one, cells: int, *, one_thread: bool = True):
+    """The function a call of about ``cells`` DP cells takes: the one-thread twin ``one`` where
+    :func:`serial` says so (:func:`small` without ``one_thread``: a twin that leaves out what
+    long calls want), or while ``parallel`` is not :func:`compiled` and this process has run
+    fewer than :data:`COLD_CELLS` cells on ``one`` in its place; else ``parallel``."""
+    if serial(cells) if one_thread else small(cells):
+        return one
+    if SERIAL_CELLS < 0 or compiled(parallel):
+        return parallel
+    spent = _cold_cells.get(id(parallel), 0)
+    if spent + cells > COLD_CELLS:
+        return parallel
+    _cold_cells[id(parallel)] = spent + cells
+    return one
+
+
+def compiled(dispatcher) -> bool:
+    """Whether the numba function ``dispatcher`` has a compiled overload in this process or,
+    for this machine, in numba's on-disk cache (looked up once a process). Where numba's
+    cache does not say (another version of its internals, no cache), it counts as compiled:
+    the call compiles what it needs, as before."""
+    if dispatcher.overloads:
+        return True
+    key = id(dispatcher)
+    if key not in _on_disk:
+        try:
+            index = dispatcher._cache._cache_file._load_index()
+            magic = dispatcher.targetctx.codegen().magic_tuple()
+            _on_disk[key] = any(k[1] == magic for k in index)
+        except Exception:  # numba internals this check does not know
+            _on_disk[key] = True
+    return _on_disk[key]
 
 
 def twin(func, suffix: str = "_serial", **names):
