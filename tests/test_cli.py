@@ -1,5 +1,6 @@
 import gzip
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,22 @@ def test_entry_point_runs_as_module():
         [sys.executable, "-m", "torchmsa", "--version"], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0 and proc.stdout.startswith("torchmsa ")
+
+
+def test_the_command_asks_for_expandable_segments_unless_told_otherwise(tmp_path, monkeypatch):
+    from torchmsa.cli import ALLOCATOR
+
+    fasta = tmp_path / "in.fasta"
+    fasta.write_text(">a\nMKVLAG\n>b\nMKVIAG\n")
+    for name in ("PYTORCH_CUDA_ALLOC_CONF", "WORLD_SIZE"):  # set, then removed: both restored
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    assert main(["align", str(fasta), "-o", str(tmp_path / "out.fasta"), "-q"]) == 0
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == ALLOCATOR
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128")
+    assert main(["align", str(fasta), "-o", str(tmp_path / "out.fasta"), "-q"]) == 0
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:128"  # the user's
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # under torchrun: as torchrun set it up
+    assert main(["align", str(fasta), "-o", str(tmp_path / "out.fasta"), "-q"]) == 0
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
