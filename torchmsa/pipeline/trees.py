@@ -12,6 +12,7 @@ import torch
 from torchmsa.config import AlignConfig, ExecutionPolicy, MemoryBudget, TreeConfig
 from torchmsa.errors import ArgumentError, ResourceError
 from torchmsa.ops.backend import resolve_backend, resolve_device
+from torchmsa.ops.identity import identity_counts
 from torchmsa.pipeline.jobs import prepare_jobs
 from torchmsa.sequences import SequenceBatch
 from torchmsa.stages import stage
@@ -101,22 +102,9 @@ def alignment_tree(
 def alignment_distances(
     codes: torch.Tensor, gap: int, *, policy: ExecutionPolicy | None = None
 ) -> torch.Tensor:
-    """p-distance of every pair of rows: 1 - identical / aligned residue pairs.
-
-    Exact integer counts from float64 matrix products, over column blocks of about
-    ``policy.retree_block`` one-hot entries.
-    """
-    policy = ExecutionPolicy() if policy is None else policy
-    n, width = codes.shape
-    residue = (codes != gap).to(torch.float64)
-    pairs = residue @ residue.T
-    same = torch.zeros(n, n, dtype=torch.float64, device=codes.device)
-    step = max(1, policy.retree_block // max(1, n * gap))
-    for c0 in range(0, width, step):
-        block = codes[:, c0 : c0 + step].long()
-        hot = torch.nn.functional.one_hot(block, gap + 1)[..., :gap].reshape(n, -1)
-        hot = hot.to(torch.float64)
-        same += hot @ hot.T
+    """p-distance of every pair of rows: 1 - identical / aligned residue pairs, from the exact
+    counts of :func:`torchmsa.ops.identity.identity_counts`."""
+    same, pairs = identity_counts(codes, gap, policy=policy)
     dist = 1.0 - same / pairs.clamp_min(1.0)
     dist[pairs == 0] = 1.0
     dist.fill_diagonal_(0.0)
