@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from torchmsa.alphabet import get_alphabet
+from torchmsa.cpu import twins
 from torchmsa.cpu.colscores import packed_column_scores
 from torchmsa.ops.colscores import batched_column_scores
 from torchmsa.ops.rules.column_scores import column_scores
@@ -70,11 +71,17 @@ def _matrix(rng, n_alpha: int, symmetric: bool) -> np.ndarray:
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("occ_shift", [0, 1, 5])
-def test_packed_kernel_equals_the_torch_rule_pair_by_pair(seed, occ_shift):
+@pytest.mark.parametrize("which", ["parallel", "one-thread"])
+def test_packed_kernel_equals_the_torch_rule_pair_by_pair(seed, occ_shift, which, monkeypatch):
+    # the parallel function cuts pairs into tasks; its one-thread twin runs each pair whole
+    monkeypatch.setattr(twins, "SERIAL_CELLS", -1 if which == "parallel" else 1 << 62)
     rng = np.random.default_rng(seed)
     n_alpha = 24
     mat = _matrix(rng, n_alpha, symmetric=seed % 2 == 0)
-    prof, profs, off_a, n, off_b, m, w_a, w_b, a, b = _pairs(rng, 40, n_alpha, 70)
+    # seeds 2 and 3: pairs of up to 600 columns, which the parallel function cuts into tasks
+    prof, profs, off_a, n, off_b, m, w_a, w_b, a, b = _pairs(
+        rng, 40 if seed < 2 else 12, n_alpha, 70 if seed < 2 else 600
+    )
     cells = n * m
     s_off = np.cumsum(cells) - cells
     out = np.full(int(cells.sum()), -7, np.int32)

@@ -33,7 +33,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from torchmsa.cpu.twins import pick, twin
+from torchmsa.cpu.twins import pick
 
 __all__ = ["packed_column_scores"]
 
@@ -70,7 +70,19 @@ def _packed(prof, matrix, off_a, n, off_b, m, w_a, w_b, s_off, occ_shift, out, t
 
 
 _packed_parallel = njit(cache=True, parallel=True, error_model="numpy")(_packed)
-_packed_serial = njit(cache=True, nogil=True, error_model="numpy")(twin(_packed))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _packed_serial(prof, matrix, off_a, n, off_b, m, w_a, w_b, s_off, occ_shift, out, threads):
+    """:func:`_packed` on one thread: each pair's rows as one task, with no tasks to cut and
+    deal (that code compiles for 2 s). The raw sums are exact whatever the order or the side
+    summed over, so the cells are :func:`_packed`'s."""
+    for p in range(len(n)):
+        if n[p] > 0 and m[p] > 0:
+            _score_rows(
+                prof, matrix, off_a[p], 0, n[p], off_b[p], m[p],
+                np.float64(w_a[p]), np.float64(w_b[p]), s_off[p], occ_shift, out,
+            )  # fmt: skip
 
 
 @njit(cache=True, nogil=True)

@@ -208,8 +208,9 @@ def _merge_nodes(
     ``new_col`` entries written.
 
     A level of one pair of at least ``lone_cells`` cells computes its column scores on
-    ``threads`` threads (the same integers). A pair of more than ``linear_cells`` cells is
-    aligned in linear space (:func:`_pair_dp_linear`, the same ops).
+    ``threads`` threads (the same integers; the parallel functions only). A pair of more
+    than ``linear_cells`` cells is aligned in linear space (:func:`_pair_dp_linear`, the same
+    ops).
 
     Consistency (accurate mode; otherwise ``node_of_seq`` is empty): library entries
     ``ent int64 [5, E]`` (``x, i, y, j`` and the value ``w w_x w_y``), pair q's at
@@ -237,7 +238,9 @@ def _merge_nodes(
         ops_buf = np.empty(ops_off[count], np.uint8)
         widths = np.empty(count, np.int64)
         cells = cols[pairs[lo, 0]] * cols[pairs[lo, 1]]
-        lone = count == 1 and lone_cells <= cells <= linear_cells
+        lone = False
+        if _LONE_PATH:  # a compile-time constant, as _LINEAR_PATH
+            lone = count == 1 and lone_cells <= cells <= linear_cells
         for k in prange(count - int(lone)):
             q = lo + k
             kids = _kids(q, pairs, cols, weights, *args)
@@ -252,11 +255,12 @@ def _merge_nodes(
             else:
                 S = column_scores(kids[0], kids[2], matrix, wx, wy, occ_shift)
                 widths[k] = _pair_dp(q, pairs, kids, S, ops, *dp_args)
-        if lone:  # one wide pair (a link of a deep chain): its column scores on every thread
-            kids = _kids(lo, pairs, cols, weights, *args)
-            wx, wy = weights[pairs[lo, 0]], weights[pairs[lo, 1]]
-            S = column_scores_threaded(kids[0], kids[2], matrix, wx, wy, occ_shift, threads)
-            widths[0] = _pair_dp(lo, pairs, kids, S, ops_buf, *dp_args)
+        if _LONE_PATH:
+            if lone:  # one wide pair (a link of a deep chain): its column scores on all threads
+                kids = _kids(lo, pairs, cols, weights, *args)
+                wx, wy = weights[pairs[lo, 0]], weights[pairs[lo, 1]]
+                S = column_scores_threaded(kids[0], kids[2], matrix, wx, wy, occ_shift, threads)
+                widths[0] = _pair_dp(lo, pairs, kids, S, ops_buf, *dp_args)
         for k in range(count):
             q = lo + k
             a, b, par = pairs[q, 0], pairs[q, 1], pairs[q, 2]
@@ -290,17 +294,13 @@ def _merge_nodes(
     return rows_used, bnds_used, used
 
 
-@njit(cache=True, nogil=True)
-def _scores_one_thread(prof_a, prof_b, matrix, wa, wb, occ_shift, threads):
-    """``column_scores_threaded`` of the one-thread twin: the same integers on one thread,
-    without compiling a parallel function."""
-    return column_scores(prof_a, prof_b, matrix, wa, wb, occ_shift)
-
-
 # Pairs above ``linear_cells`` are aligned in linear space only in the ``_linear`` twins; the
 # others, for runs without such pairs, leave that code out (a first align compiles 6 s less).
+# The one-thread twins leave out the lone pair's threaded column scores: on one thread the
+# level's loop computes the same scores.
 _LINEAR_PATH = False
-_ONE = {"column_scores_threaded": _scores_one_thread}
+_LONE_PATH = True
+_ONE = {"_LONE_PATH": False}
 _merge_parallel = njit(cache=True, parallel=True)(_merge_nodes)
 _merge_serial = njit(cache=True, nogil=True)(twin(_merge_nodes, **_ONE))
 _LINEAR = {"_LINEAR_PATH": True}
