@@ -2,7 +2,8 @@
 
 ``TRITON_INTERPRET=1`` must be set before any ``@triton.jit`` kernel is defined, so it is set
 here, when pytest imports this file, and only when no CUDA GPU is usable: with a GPU the same
-tests run the compiled kernels. Tests marked ``gpu`` are skipped without CUDA.
+tests run the compiled kernels. Tests marked ``gpu`` are skipped without CUDA. The command's
+compile-ahead process (``TORCHMSA_COMPILE_AHEAD``) is off: a test starts no detached process.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import torch
 
 HAS_CUDA = torch.cuda.is_available()
+os.environ.setdefault("TORCHMSA_COMPILE_AHEAD", "0")
 if not HAS_CUDA:
     os.environ["TRITON_INTERPRET"] = "1"
 

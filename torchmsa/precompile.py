@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = [
-    "TaskReport", "WarmupReport", "warmup", "TASKS", "triton_build_counter", "numba_compiled"
+    "TaskReport", "WarmupReport", "warmup", "TASKS", "triton_build_counter", "numba_compiled",
+    "compile_ahead",
 ]  # fmt: skip
 
 
@@ -145,6 +146,66 @@ def _long(device: str) -> None:
         twins.SERIAL_CELLS = saved
 
 
+def _refine_stage(device: str) -> None:
+    """Refinement's numba functions alone, on a gapless alignment of a small family under a
+    tree given as Newick (nothing else compiles): its edges one at a time (few cells), and
+    in a batch on the one-thread twin (the path a first call of a larger family takes).
+    :func:`compile_ahead` runs this task beside a cold first ``torchmsa align``."""
+    from torchmsa.alphabet import get_alphabet
+    from torchmsa.cpu import twins
+    from torchmsa.ops.pairwise import encode_sequences
+    from torchmsa.pipeline.jobs import tree_weights
+    from torchmsa.pipeline.scoring import profile_scoring
+    from torchmsa.refine import refine
+    from torchmsa.synthetic import AMINO, family
+    from torchmsa.tree import from_newick
+
+    seqs = family(8, 60, 6, letters=AMINO, indels=False)
+    names = [f"w{k}" for k in range(len(seqs))]
+    newick = names[0]
+    for name in names[1:]:
+        newick = f"({newick},{name})"
+    tree = from_newick(newick + ";", names)
+    alphabet = get_alphabet("protein")
+    codes = encode_sequences(seqs, seqtype="protein").codes
+    args = (codes, tree, tree_weights([tree]), profile_scoring(alphabet), alphabet.gap_code, 1)
+    refine(*args)
+    saved = twins.SERIAL_CELLS
+    twins.SERIAL_CELLS = 0  # every batch above the threshold: the twin, while cold
+    try:
+        refine(*args)
+    finally:
+        twins.SERIAL_CELLS = saved
+
+
+def compile_ahead(mode: str) -> bool:
+    """Beside a first ``torchmsa align`` whose caches are empty, starts ``torchmsa warmup
+    --task refine`` as a detached process, so that refinement's functions, which the align
+    reaches last, compile on another core meanwhile (the align loads them from the cache when
+    it gets there, or compiles what is not there yet). Only for modes that refine, once a
+    process, and not when ``TORCHMSA_COMPILE_AHEAD=0``. Returns whether it started one."""
+    global _AHEAD
+    if _AHEAD or mode == "fast" or os.environ.get("TORCHMSA_COMPILE_AHEAD", "1") == "0":
+        return False
+    _AHEAD = True
+    from torchmsa.cpu import refine
+
+    if refine.first_calls_compiled():
+        return False
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "torchmsa", "warmup", "--device", "cpu", "--task", "refine"]
+    subprocess.Popen(
+        [*argv, "--jobs", "1"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    return True
+
+
+_AHEAD = False
+
+
 def _on_gpu(modes: tuple[str, ...]) -> Callable[[str], None]:
     """Pipeline runs on the GPU (no job kept on the host): k-mer, LCS, linkage and profile
     kernels as real jobs launch them."""
@@ -213,6 +274,7 @@ CPU_TASKS: dict[str, Callable[[str], None]] = {
     "add-merge": _add_merge,
     "parallel": _parallel,
     "long": _long,
+    "refine": _refine_stage,
 }
 DP_SHARDS = 2
 GPU_TASKS: dict[str, Callable[[str], None]] = {

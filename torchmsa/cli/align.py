@@ -162,6 +162,9 @@ def run(args) -> int:
     source = read_sequences(args.input, limits=limits(args))
     fmt = args.format or output_format(args.output)
     check_writable([r.name for r in source], [r.description for r in source], fmt)
+    from torchmsa.precompile import compile_ahead
+
+    compile_ahead(args.mode)  # empty caches: refinement compiles on another core meanwhile
     tree = args.tree
     if args.treein:
         if args.tree is not None:

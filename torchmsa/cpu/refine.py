@@ -28,7 +28,7 @@ from torchmsa.cpu.rules.consistency_tile import add_tile
 from torchmsa.cpu.rules.gap_costs import gap_costs
 from torchmsa.cpu.rules.path_score import path_score
 from torchmsa.cpu.rules.residue_factors import residue_factors
-from torchmsa.cpu.twins import pick, small, twin
+from torchmsa.cpu.twins import compiled, pick, small, twin
 
 __all__ = [
     "evaluate_edge",
@@ -36,6 +36,7 @@ __all__ = [
     "evaluate_edge_linear",
     "entries_by_row",
     "residue_columns",
+    "first_calls_compiled",
 ]
 
 
@@ -423,6 +424,12 @@ def evaluate_edge_linear(
 
 _edges_parallel = njit(cache=True, parallel=True)(_evaluate_edges)
 _edges_serial = njit(cache=True, nogil=True)(twin(_evaluate_edges))
+
+
+def first_calls_compiled() -> bool:
+    """Whether what a first call of :func:`evaluate_edges` takes is compiled (in this process
+    or numba's disk cache): the one-edge function of small calls and the one-thread twin."""
+    return compiled(_one_edge) and compiled(_edges_serial)
 
 
 def evaluate_edges(codes, weights, sides, matrix, gap, *rest):
