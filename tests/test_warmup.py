@@ -213,6 +213,9 @@ def test_compile_ahead_starts_the_refine_task_beside_a_cold_first_call(monkeypat
     monkeypatch.setattr(refine, "first_calls_compiled", lambda: False)
     monkeypatch.delenv("TORCHMSA_COMPILE_AHEAD", raising=False)
     monkeypatch.setattr(precompile, "_AHEAD", False)
+    monkeypatch.setattr(precompile, "_cores", lambda: 1)
+    assert precompile.compile_ahead("default") is False  # one core: nothing to share
+    monkeypatch.setattr(precompile, "_cores", lambda: 2)
     assert precompile.compile_ahead("fast") is False  # no refinement in fast mode
     assert precompile.compile_ahead("default") is True
     argv, kw = started[0]

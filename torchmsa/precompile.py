@@ -182,10 +182,13 @@ def compile_ahead(mode: str) -> bool:
     """Beside a first ``torchmsa align`` whose caches are empty, starts ``torchmsa warmup
     --task refine`` as a detached process, so that refinement's functions, which the align
     reaches last, compile on another core meanwhile (the align loads them from the cache when
-    it gets there, or compiles what is not there yet). Only for modes that refine, once a
-    process, and not when ``TORCHMSA_COMPILE_AHEAD=0``. Returns whether it started one."""
+    it gets there, or compiles what is not there yet). Only for modes that refine, with a
+    second core to use, once a process, and not when ``TORCHMSA_COMPILE_AHEAD=0``. Returns
+    whether it started one."""
     global _AHEAD
     if _AHEAD or mode == "fast" or os.environ.get("TORCHMSA_COMPILE_AHEAD", "1") == "0":
+        return False
+    if _cores() < 2:  # one core: the other process would only compete with this one
         return False
     _AHEAD = True
     from torchmsa.cpu import refine
