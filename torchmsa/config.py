@@ -229,7 +229,9 @@ class ConsistencyConfig(_Checked):
     ``entry_window`` residue pairs, less ``entry_floor``, at most ``weight_max``; ``weight``
     DP units stand for one unit of normalised consistency. Terminal extensions are set aside
     from a median excess of ``trim_min`` residues, unless the pieces still align at
-    ``trim_evalue``.
+    ``trim_evalue``. ``extend_direct`` > 0 transforms the library once for consistency with
+    every third sequence, the direct alignment counting ``extend_direct`` times
+    (:mod:`torchmsa.consistency.extend`); 0 leaves it as aligned.
     """
 
     weight: int = field(default=64, metadata=_opt(check=_non_negative))
@@ -243,6 +245,7 @@ class ConsistencyConfig(_Checked):
     karlin: tuple[float, float] = (0.267, 0.041)
     trim_min: int = field(default=100, metadata=_opt(check=_non_negative))
     trim_evalue: float = field(default=0.01, metadata=_opt(check=_positive))
+    extend_direct: int = field(default=0, metadata=_opt(check=_non_negative))
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

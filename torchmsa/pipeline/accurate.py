@@ -10,6 +10,7 @@ import torch
 
 from torchmsa.config import AlignConfig, ConsistencyConfig, ExecutionPolicy, MemoryBudget
 from torchmsa.consistency import Consistency, LocalScoring, local_library, terminal_trims
+from torchmsa.consistency.extend import extend_library
 from torchmsa.pipeline.jobs import concat, tree_weights
 from torchmsa.pipeline.placement import host_job
 from torchmsa.pipeline.progress import ProgressBar
@@ -63,6 +64,8 @@ def accurate_group(
         if head.any() or tail.any():
             b = cut_ends(b, head, tail)
             lib = lib.trimmed(head.to(lib.x.device), b.lengths.to(lib.x.device).long())
+        if cons_config.extend_direct and len(b) > 2:
+            lib = extend_library(lib, b.lengths, cons_config.extend_direct, cons_config.weight_max)
         cuts.append(b)
         libs.append(lib)
     sizes = [len(b) for b in batches]
