@@ -152,6 +152,11 @@ def _ratio(value) -> str:
     return "" if value[0] >= 0 and value[1] > 0 else "expected (numerator >= 0, denominator > 0)"
 
 
+def _share(value) -> str:
+    ok = 0 <= value[0] <= value[1] and value[1] > 0
+    return "" if ok else "expected (numerator, denominator) with 0 <= numerator <= denominator"
+
+
 def _opt(**checks):
     """A field's metadata: ``check`` is a callable returning a reason, or ``""``."""
     return {"check": checks.get("check")}
@@ -229,9 +234,9 @@ class ConsistencyConfig(_Checked):
     ``entry_window`` residue pairs, less ``entry_floor``, at most ``weight_max``; ``weight``
     DP units stand for one unit of normalised consistency. Terminal extensions are set aside
     from a median excess of ``trim_min`` residues, unless the pieces still align at
-    ``trim_evalue``. ``extend_direct`` > 0 transforms the library once for consistency with
-    every third sequence, the direct alignment counting ``extend_direct`` times
-    (:mod:`torchmsa.consistency.extend`); 0 leaves it as aligned.
+    ``trim_evalue``. A non-zero ``extend_share`` (numerator, denominator) transforms the library
+    once for consistency with the third sequences, which weigh that share of each entry
+    (:mod:`torchmsa.consistency.extend`).
     """
 
     weight: int = field(default=64, metadata=_opt(check=_non_negative))
@@ -245,7 +250,7 @@ class ConsistencyConfig(_Checked):
     karlin: tuple[float, float] = (0.267, 0.041)
     trim_min: int = field(default=100, metadata=_opt(check=_non_negative))
     trim_evalue: float = field(default=0.01, metadata=_opt(check=_positive))
-    extend_direct: int = field(default=0, metadata=_opt(check=_non_negative))
+    extend_share: tuple[int, int] = field(default=(0, 1), metadata=_opt(check=_share))
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -1,16 +1,15 @@
 """The consistency transformation of a library (ProbCons, T-Coffee's library extension): a
-residue pair of x and y weighs what the direct alignment of x and y says of it and what every
-third sequence z says, through the residue of z that x's residue is aligned to in x-z and that
-is aligned to y's residue in z-y:
+residue pair of x and y weighs what the direct alignment of x and y says of it and what the
+third sequences say, each z through the residue k of z that x's residue is aligned to in x-z
+and that is aligned to y's residue in z-y. With ``share = s`` (a fraction) and ``W =
+weight_max``:
 
-    w'_xy(i, j) = (direct * W * w_xy(i, j) + sum over z, k of w_xz(i, k) w_zy(k, j))
-                  / ((direct + N - 2) * W)
+    w'_xy(i, j) = (1 - s) w_xy(i, j) + s * mean over z != x, y of  sum_k w_xz(i, k) w_zy(k, j) / W
 
-with ``W = weight_max``, rounded half up, in integers (so exact on every device and thread
-count). A pair the other sequences confirm keeps its weight; one only x and y see drops to
-``direct / (direct + N - 2)`` of it, and pairs x and y's own alignment missed but their
-neighbours agree on are added. ProbCons' transformation is the same mean over all
-sequences, ``direct = 2`` for z = x and z = y.
+rounded half up, in integers (so exact on every device and thread count). A pair the other
+sequences confirm keeps its weight; one only x and y see keeps ``1 - s`` of it; pairs that x
+and y's own alignment missed but the third sequences agree on are added. ProbCons' mean over
+all sequences is ``s = (N - 2) / N``.
 """
 
 from __future__ import annotations
@@ -25,18 +24,24 @@ from torchmsa.stages import stage
 __all__ = ["extend_library"]
 
 
-def extend_library(lib: Library, lengths, direct: int, weight_max: int) -> Library:
-    """``lib`` after one consistency transformation (the module's formula) over sequences of
-    ``lengths`` (``[N]``, the library's residue numbering); distances and spans are kept.
+def extend_library(lib: Library, lengths, share: tuple[int, int], weight_max: int) -> Library:
+    """``lib`` after one consistency transformation (the module's formula, ``share`` as
+    numerator and denominator) over sequences of ``lengths`` (``[N]``, the library's residue
+    numbering); distances and spans are kept.
 
     It runs on the host (numba) whatever the library's device: ``N^3 L / 2`` steps for a
     library of one partner per residue, and the entries go back to the library's device."""
     dev = lib.x.device
     lens = np.asarray(torch.as_tensor(lengths).cpu(), dtype=np.int64)
+    n = lens.shape[0]
+    if n < 3:
+        return lib
+    num, den = share
+    a, b = (den - num) * (n - 2) * weight_max, num
     cols = [
         t.cpu().numpy().astype(np.int64, copy=False) for t in (lib.x, lib.i, lib.y, lib.j, lib.w)
     ]
     with stage("extend_library"):
-        x, i, y, j, w = extend_entries(*cols, lens, direct, weight_max)
-    out = [torch.from_numpy(a).to(dev) for a in (x, i, y, j, w)]
+        x, i, y, j, w = extend_entries(*cols, lens, a, b, den * (n - 2) * weight_max)
+    out = [torch.from_numpy(t).to(dev) for t in (x, i, y, j, w)]
     return Library(*out, lib.dist, lib.spans)

@@ -5,10 +5,11 @@ The library is held as rows: for each ordered pair of sequences ``(a, b)`` and r
 ``a``, the residues of ``b`` it is paired with and their weights, sorted by residue
 (:func:`library_rows`). Pair ``(x, y)``'s residue ``i`` then gathers
 
-    direct * weight_max * w_xy(i, j)  +  sum over z != x, y, k of  w_xz(i, k) * w_zy(k, j)
+    a * w_xy(i, j)  +  b * sum over z != x, y, k of  w_xz(i, k) * w_zy(k, j)
 
-into one accumulator per residue ``j`` of ``y``; each sum is an integer, so the order of the
-additions does not matter and any number of threads gives the same library. A pair costs the
+(integer factors ``a`` and ``b``) into one accumulator per residue ``j`` of ``y``; each sum is
+an integer, so the order of the additions does not matter and any number of threads gives the
+same library. A pair costs the
 entries of its rows times those of the rows they reach: ``N`` times its length for a library
 with one partner per residue, ``N^3 L / 2`` in all.
 """
@@ -47,28 +48,30 @@ def library_rows(x, i, y, j, w, lengths: np.ndarray):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _gather(x, y, i, n, row_start, offsets, col, wt, direct, acc, touched):
+def _gather(x, y, i, n, row_start, offsets, col, wt, a, b, acc, seen, touched):
     """Adds row ``i`` of pair (x, y)'s sums into ``acc`` and returns how many residues of
-    ``y`` it touched (listed in ``touched``, unsorted)."""
+    ``y`` it touched (listed in ``touched``, unsorted; ``seen[c] == i`` marks them)."""
     nt = 0
     r = row_start[x * n + y] + i
     for e in range(offsets[r], offsets[r + 1]):
         c = col[e]
-        if acc[c] == 0:
+        if seen[c] != i:
+            seen[c] = i
             touched[nt] = c
             nt += 1
-        acc[c] += direct * wt[e]
+        acc[c] += a * wt[e]
     for z in range(n):
         if z == x or z == y:
             continue
         r1 = row_start[x * n + z] + i
         base = row_start[z * n + y]
         for e1 in range(offsets[r1], offsets[r1 + 1]):
-            w1 = wt[e1]
+            w1 = b * wt[e1]
             r2 = base + col[e1]
             for e2 in range(offsets[r2], offsets[r2 + 1]):
                 c = col[e2]
-                if acc[c] == 0:
+                if seen[c] != i:
+                    seen[c] = i
                     touched[nt] = c
                     nt += 1
                 acc[c] += w1 * wt[e2]
@@ -76,16 +79,17 @@ def _gather(x, y, i, n, row_start, offsets, col, wt, direct, acc, touched):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _pair(p, xs, ys, n, lengths, row_start, offsets, col, wt, direct, den, out_i, out_j, out_w, at):
+def _pair(p, xs, ys, n, lengths, row_start, offsets, col, wt, a, b, den, out_i, out_j, out_w, at):
     """Pair ``p``'s transformed entries: counted when ``out_i`` is empty, else written from
-    ``at``; returns the count. ``direct`` already carries its factor ``weight_max``."""
+    ``at``; returns the count."""
     x, y = xs[p], ys[p]
     acc = np.zeros(lengths[y], np.int64)
+    seen = np.full(lengths[y], -1, np.int64)
     touched = np.empty(lengths[y], np.int64)
     write = out_i.shape[0] > 0
     k = at
     for i in range(lengths[x]):
-        nt = _gather(x, y, i, n, row_start, offsets, col, wt, direct, acc, touched)
+        nt = _gather(x, y, i, n, row_start, offsets, col, wt, a, b, acc, seen, touched)
         if nt == 0:
             continue
         hits = np.sort(touched[:nt])
@@ -102,17 +106,15 @@ def _pair(p, xs, ys, n, lengths, row_start, offsets, col, wt, direct, den, out_i
     return k - at
 
 
-def _extend(
-    xs, ys, n, lengths, row_start, offsets, col, wt, direct, den, counts, starts, oi, oj, ow
-):
+def _extend(xs, ys, n, lengths, row_start, offsets, col, wt, a, b, den, counts, starts, oi, oj, ow):
     for p in prange(xs.shape[0]):
         if oi.shape[0] == 0:
             counts[p] = _pair(
-                p, xs, ys, n, lengths, row_start, offsets, col, wt, direct, den, oi, oj, ow, 0
+                p, xs, ys, n, lengths, row_start, offsets, col, wt, a, b, den, oi, oj, ow, 0
             )
         else:
             _pair(
-                p, xs, ys, n, lengths, row_start, offsets, col, wt, direct, den, oi, oj, ow,
+                p, xs, ys, n, lengths, row_start, offsets, col, wt, a, b, den, oi, oj, ow,
                 starts[p],
             )  # fmt: skip
 
@@ -121,14 +123,13 @@ _extend_parallel = njit(cache=True, parallel=True)(_extend)
 _extend_serial = njit(cache=True, nogil=True)(twin(_extend))
 
 
-def extend_entries(x, i, y, j, w, lengths: np.ndarray, direct: int, weight_max: int):
+def extend_entries(x, i, y, j, w, lengths: np.ndarray, a: int, b: int, den: int):
     """The transformed library of entries ``x < y`` (int64 numpy arrays) of sequences of
     ``lengths``: ``(x, i, y, j, w)``, sorted by pair, residue of x, residue of y, where
 
-        w'_xy(i, j) = round((direct * weight_max * w_xy(i, j) + sum_z,k w_xz(i, k) w_zy(k, j))
-                            / ((direct + N - 2) * weight_max))
+        w'_xy(i, j) = round((a * w_xy(i, j) + b * sum_z,k w_xz(i, k) w_zy(k, j)) / den)
 
-    (half up), entries of weight 0 left out. With weights at most ``weight_max``, so is w'."""
+    (half up), entries of weight 0 left out."""
     n = lengths.shape[0]
     lens = lengths.astype(np.int64)
     empty = np.zeros(0, np.int64)
@@ -137,8 +138,7 @@ def extend_entries(x, i, y, j, w, lengths: np.ndarray, direct: int, weight_max: 
     row_start, offsets, col, wt = library_rows(x, i, y, j, w, lens)
     xs, ys = np.triu_indices(n, 1)
     xs, ys = xs.astype(np.int64), ys.astype(np.int64)
-    den = (direct + n - 2) * weight_max
-    args = (xs, ys, n, lens, row_start, offsets, col, wt, direct * weight_max, den)
+    args = (xs, ys, n, lens, row_start, offsets, col, wt, a, b, den)
     fn = pick(_extend_parallel, _extend_serial, n * int(x.shape[0]))
     counts = np.zeros(xs.shape[0], np.int64)
     fn(*args, counts, empty, empty, empty, empty)

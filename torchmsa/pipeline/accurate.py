@@ -64,8 +64,8 @@ def accurate_group(
         if head.any() or tail.any():
             b = cut_ends(b, head, tail)
             lib = lib.trimmed(head.to(lib.x.device), b.lengths.to(lib.x.device).long())
-        if cons_config.extend_direct and len(b) > 2:
-            lib = extend_library(lib, b.lengths, cons_config.extend_direct, cons_config.weight_max)
+        if cons_config.extend_share[0]:
+            lib = extend_library(lib, b.lengths, cons_config.extend_share, cons_config.weight_max)
         cuts.append(b)
         libs.append(lib)
     sizes = [len(b) for b in batches]
