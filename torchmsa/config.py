@@ -251,6 +251,12 @@ class ConsistencyConfig(_Checked):
     trim_min: int = field(default=100, metadata=_opt(check=_non_negative))
     trim_evalue: float = field(default=0.01, metadata=_opt(check=_positive))
     extend_share: tuple[int, int] = field(default=(0, 1), metadata=_opt(check=_share))
+    entries: str = field(
+        default="global", metadata=_opt(check=_one_of(("global", "posterior", "both")))
+    )
+    posterior_floor: int = field(default=1, metadata=_opt(check=_non_negative))
+    posterior_gaps: tuple[float, float] = (0.02, 0.79)
+    posterior_free_ends: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -148,6 +148,57 @@ def _entry_weights(pair, i, j, same, codes_a, codes_b, n_pairs, matrix, config) 
     return (w_pair[pair] + near - config.entry_floor).clamp(0, top)
 
 
+def _posterior(codes, lengths, bx, by, mat, config):
+    """The pairs' entries from the pair HMM's posterior match probabilities
+    (:mod:`torchmsa.consistency.posterior`), on ``codes``' device."""
+    from torchmsa.consistency.posterior import blosum_odds, posterior_entries
+
+    odds = blosum_odds(mat.cpu().numpy())
+    d, e = config.posterior_gaps
+    return posterior_entries(
+        codes,
+        lengths,
+        bx,
+        by,
+        odds,
+        gap_open=d,
+        gap_extend=e,
+        weight_max=config.weight_max,
+        free_ends=config.posterior_free_ends,
+    )
+
+
+def _pair_entries(
+    codes, lengths, bx, by, ca, cb, la, lb, mat, gap_open, gap_extend, backend, wide, config
+):
+    """(pair, i, j, w) of a batch of pairs, by ``config.entries``: the end-gap-free global
+    alignments' weighted residue pairs, the pair HMM's posteriors of at least
+    ``posterior_floor``, or ``"both"``: each residue pair's mean of the two weights (0 where
+    one source lacks it)."""
+    device = codes.device
+    out = []
+    if config.entries in ("global", "both"):
+        info, ops = pairwise_align_codes(
+            ca, la, cb, lb, mat, gap_open, gap_extend, SEMIGLOBAL, backend=backend, wide=wide
+        )
+        pair, i, j, same = _entries(ops.to(device), info.to(device), ca, cb)
+        w = _entry_weights(pair, i, j, same, ca, cb, bx.numel(), mat, config)
+        out.append((pair, i, j, w))
+    if config.entries in ("posterior", "both"):
+        pair, i, j, w = _posterior(codes, lengths, bx, by, mat, config)
+        keep = w >= config.posterior_floor
+        out.append((pair[keep], i[keep], j[keep], w[keep]))
+    if len(out) == 1:
+        return out[0]
+    pair, i, j, w = (torch.cat(t) for t in zip(*out))
+    span = codes.shape[1]
+    key = (pair * span + i) * span + j
+    uniq, inv = torch.unique(key, return_inverse=True)  # sorted: by pair, then i, then j
+    total = torch.zeros(uniq.numel(), dtype=torch.int64, device=device)
+    total.index_add_(0, inv, w.long())
+    return uniq // (span * span), (uniq // span) % span, uniq % span, (total + 1) // 2
+
+
 def local_library(
     codes: torch.Tensor,
     lengths: torch.Tensor,
@@ -247,11 +298,9 @@ def _local_library(codes, lengths, matrix, gap_open, gap_extend, backend, config
             last[:-1] = first[1:]
             p0 = pair[first]
             spans.append(torch.stack([bx[p0], by[p0], i[first], i[last], j[first], j[last]], 1))
-        info, ops = pairwise_align_codes(
-            ca, la, cb, lb, mat, gap_open, gap_extend, SEMIGLOBAL, backend=backend, wide=wide
+        pair, i, j, w = _pair_entries(
+            codes, lengths, bx, by, ca, cb, la, lb, mat, gap_open, gap_extend, backend, wide, config
         )
-        pair, i, j, same = _entries(ops.to(device), info.to(device), ca, cb)
-        w = _entry_weights(pair, i, j, same, ca, cb, bx.numel(), mat, config)
         keep = w > 0
         parts["x"].append(bx[pair][keep])
         parts["y"].append(by[pair][keep])
