@@ -95,3 +95,19 @@ def test_weights_stay_within_weight_max_where_the_rows_range_fails():
     one = torch.tensor([0])
     *_, w = posterior_entries(codes, lengths, one, one + 1, blosum_odds(mat), weight_max=64)
     assert w.numel() > 0 and int(w.max()) <= 64 and int(w.min()) >= 1
+
+
+def test_similarity_scales_each_pair_by_its_distance():
+    seqs = _family(6) + ["".join(np.random.default_rng(2).choice(list(AMINO), 30))]
+    plain = ConsistencyConfig(entries="posterior", posterior_floor=8)
+    scaled = ConsistencyConfig(entries="posterior", posterior_floor=8, posterior_similarity=True)
+    _, _, lib = _library(seqs, plain)
+    _, _, got = _library(seqs, scaled)
+    want = {}
+    for (x, i, y, j), w in _entries(lib).items():
+        sim = round((1.0 - lib.dist[x, y]) * 64)
+        v = (w * sim + 32) // 64
+        if v > 0:
+            want[x, i, y, j] = v
+    assert _entries(got) == want
+    assert sum(want.values()) < int(lib.w.sum())  # no pair is identical: all weigh less

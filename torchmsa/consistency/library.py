@@ -169,12 +169,13 @@ def _posterior(codes, lengths, bx, by, mat, config):
 
 
 def _pair_entries(
-    codes, lengths, bx, by, ca, cb, la, lb, mat, gap_open, gap_extend, backend, wide, config
+    codes, lengths, bx, by, ca, cb, la, lb, mat, gap_open, gap_extend, backend, wide, config, dist
 ):
     """(pair, i, j, w) of a batch of pairs, by ``config.entries``: the end-gap-free global
     alignments' weighted residue pairs, the pair HMM's posteriors of at least
     ``posterior_floor``, or ``"both"``: each residue pair's mean of the two weights (0 where
-    one source lacks it)."""
+    one source lacks it). With ``posterior_similarity``, a posterior weight is scaled by the
+    pair's similarity ``1 - dist`` (``float64 [P]``, in ``1 / weight_max`` steps)."""
     device = codes.device
     out = []
     if config.entries in ("global", "both"):
@@ -187,7 +188,12 @@ def _pair_entries(
     if config.entries in ("posterior", "both"):
         pair, i, j, w = _posterior(codes, lengths, bx, by, mat, config)
         keep = w >= config.posterior_floor
-        out.append((pair[keep], i[keep], j[keep], w[keep]))
+        pair, i, j, w = pair[keep], i[keep], j[keep], w[keep]
+        if config.posterior_similarity:
+            top = config.weight_max
+            sim = torch.round((1.0 - dist) * top).long()
+            w = (w * sim[pair] + top // 2) // top
+        out.append((pair, i, j, w))
     if len(out) == 1:
         return out[0]
     pair, i, j, w = (torch.cat(t) for t in zip(*out))
@@ -299,7 +305,21 @@ def _local_library(codes, lengths, matrix, gap_open, gap_extend, backend, config
             p0 = pair[first]
             spans.append(torch.stack([bx[p0], by[p0], i[first], i[last], j[first], j[last]], 1))
         pair, i, j, w = _pair_entries(
-            codes, lengths, bx, by, ca, cb, la, lb, mat, gap_open, gap_extend, backend, wide, config
+            codes,
+            lengths,
+            bx,
+            by,
+            ca,
+            cb,
+            la,
+            lb,
+            mat,
+            gap_open,
+            gap_extend,
+            backend,
+            wide,
+            config,
+            d,
         )
         keep = w > 0
         parts["x"].append(bx[pair][keep])
