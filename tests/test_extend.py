@@ -136,3 +136,18 @@ def test_share_must_be_a_fraction():
 
     with pytest.raises(ValueError):
         ConsistencyConfig(extend_share=(3, 2))
+
+
+def test_a_library_beyond_the_budget_raises_with_its_sizes():
+    from torchmsa.config import MemoryBudget
+    from torchmsa.consistency.library import ENTRY_BYTES
+    from torchmsa.errors import ResourceError
+
+    rng = random.Random(3)
+    entries, lengths = _random_library(rng, 6, 20, 64, 2)
+    x, i, y, j, w = (torch.from_numpy(c) for c in _columns(entries))
+    lib = Library(x, i, y, j, w, np.zeros((6, 6)))
+    small = MemoryBudget(host_bytes=ENTRY_BYTES * 3)
+    with pytest.raises(ResourceError) as err:
+        extend_library(lib, torch.tensor(lengths), (1, 2), 64, small)
+    assert err.value.available == 3 * ENTRY_BYTES and err.value.needed > err.value.available

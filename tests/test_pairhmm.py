@@ -237,17 +237,22 @@ def _tie(v: float) -> bool:
     return abs(v - math.floor(v) - 0.5) < 1e-9
 
 
-def test_entries_are_the_quantised_oracle_posteriors_in_order():
-    rng = np.random.default_rng(4)
+def _scrambled_pairs(rng):
+    """Short random sequences with an identical and a nested one; every ordered pair and the
+    self pairs, in a scrambled order: (codes, lengths, xs, ys)."""
     seqs = ["".join(rng.choice(list(AMINO), int(rng.integers(1, 13)))) for _ in range(7)]
-    seqs += [seqs[0], seqs[1][: max(1, len(seqs[1]) // 2)]]  # identical and nested ones
+    seqs += [seqs[0], seqs[1][: max(1, len(seqs[1]) // 2)]]
     codes, lengths = _batch(seqs)
-    # every ordered pair and the self pairs, in a scrambled order
     n = len(seqs)
     pairs = [(a, b) for a in range(n) for b in range(n)]
     order = rng.permutation(len(pairs))
     xs = torch.tensor([pairs[k][0] for k in order])
     ys = torch.tensor([pairs[k][1] for k in order])
+    return codes, lengths, xs, ys
+
+
+def test_entries_are_the_quantised_oracle_posteriors_in_order():
+    codes, lengths, xs, ys = _scrambled_pairs(np.random.default_rng(4))
     odds = _odds()
     for weight_max in (64, 10, 255):
         got_p, got_i, got_j, got_w = posterior_entries(
@@ -537,15 +542,7 @@ def test_free_ends_aligns_a_fragment_without_charging_its_ends():
 
 
 def test_free_ends_entries_are_the_quantised_oracle_posteriors():
-    rng = np.random.default_rng(42)
-    seqs = ["".join(rng.choice(list(AMINO), int(rng.integers(1, 13)))) for _ in range(7)]
-    seqs += [seqs[0], seqs[1][: max(1, len(seqs[1]) // 2)]]
-    codes, lengths = _batch(seqs)
-    n = len(seqs)
-    pairs = [(a, b) for a in range(n) for b in range(n)]
-    order = rng.permutation(len(pairs))
-    xs = torch.tensor([pairs[k][0] for k in order])
-    ys = torch.tensor([pairs[k][1] for k in order])
+    codes, lengths, xs, ys = _scrambled_pairs(np.random.default_rng(42))
     odds = _odds()
     odds_f = _fractions(odds)
     posts = []

@@ -111,3 +111,25 @@ def test_similarity_scales_each_pair_by_its_distance():
             want[x, i, y, j] = v
     assert _entries(got) == want
     assert sum(want.values()) < int(lib.w.sum())  # no pair is identical: all weigh less
+
+
+def test_the_budget_counts_every_posterior_partner_a_residue_may_have():
+    from torchmsa.config import MemoryBudget
+    from torchmsa.consistency.library import entries_per_residue, library_bytes
+    from torchmsa.errors import ResourceError
+
+    assert entries_per_residue(ConsistencyConfig()) == 1
+    assert entries_per_residue(ConsistencyConfig(entries="posterior", posterior_floor=16)) == 4
+    assert entries_per_residue(ConsistencyConfig(entries="both", posterior_floor=1)) == 129
+    seqs = _family(7)
+    batch = SequenceBatch.from_input(seqs, "protein")
+    one = library_bytes(batch.lengths)
+    mat = torch.from_numpy(get_scoring("protein", "BLOSUM62", 11, 1).matrix.copy())
+    # fits for the global library, not for posteriors of weight 1 and up
+    tight = MemoryBudget(host_bytes=one)
+    config = ConsistencyConfig(entries="posterior")
+    local_library(batch.codes, batch.lengths, mat, 11, 1, backend="cpu", budget=tight)
+    with pytest.raises(ResourceError):
+        local_library(
+            batch.codes, batch.lengths, mat, 11, 1, backend="cpu", config=config, budget=tight
+        )

@@ -17,17 +17,25 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from torchmsa.consistency.library import Library
+from torchmsa.config import MemoryBudget
+from torchmsa.consistency.library import ENTRY_BYTES, Library
 from torchmsa.cpu.extend import extend_entries
 from torchmsa.stages import stage
 
 __all__ = ["extend_library"]
 
 
-def extend_library(lib: Library, lengths, share: tuple[int, int], weight_max: int) -> Library:
+def extend_library(
+    lib: Library,
+    lengths,
+    share: tuple[int, int],
+    weight_max: int,
+    budget: MemoryBudget | None = None,
+) -> Library:
     """``lib`` after one consistency transformation (the module's formula, ``share`` as
     numerator and denominator) over sequences of ``lengths`` (``[N]``, the library's residue
-    numbering); distances and spans are kept.
+    numbering); distances and spans are kept. A transformed library that would not fit
+    ``budget`` on the library's device raises :class:`~torchmsa.errors.ResourceError`.
 
     It runs on the host (numba) whatever the library's device: ``N^3 L / 2`` steps for a
     library of one partner per residue, and the entries go back to the library's device."""
@@ -42,6 +50,10 @@ def extend_library(lib: Library, lengths, share: tuple[int, int], weight_max: in
         t.cpu().numpy().astype(np.int64, copy=False) for t in (lib.x, lib.i, lib.y, lib.j, lib.w)
     ]
     with stage("extend_library"):
-        x, i, y, j, w = extend_entries(*cols, lens, a, b, den * (n - 2) * weight_max)
+        budget = MemoryBudget() if budget is None else budget
+        most = budget.limit(dev) // ENTRY_BYTES
+        x, i, y, j, w = extend_entries(
+            *cols, lens, a, b, den * (n - 2) * weight_max, most, ENTRY_BYTES
+        )
     out = [torch.from_numpy(t).to(dev) for t in (x, i, y, j, w)]
     return Library(*out, lib.dist, lib.spans)

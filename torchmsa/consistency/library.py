@@ -18,6 +18,7 @@ __all__ = [
     "Library",
     "LocalScoring",
     "entry_values",
+    "entries_per_residue",
     "library_bytes",
     "local_library",
     "window_scores",
@@ -31,15 +32,24 @@ __all__ = [
 ENTRY_BYTES = 320
 
 
-def library_bytes(lengths) -> int:
+def entries_per_residue(config: ConsistencyConfig) -> int:
+    """At most how many entries a residue has in one pair under ``config.entries``: one from
+    a global alignment; from posteriors ``P >= (floor - 1/2) / weight_max``, which sum to at
+    most 1, at most ``2 weight_max / (2 floor - 1)``; both sources, the two."""
+    posterior = 2 * config.weight_max // (2 * max(1, config.posterior_floor) - 1)
+    return {"global": 1, "posterior": posterior, "both": posterior + 1}[config.entries]
+
+
+def library_bytes(lengths, per_residue: int = 1) -> int:
     """Bytes accurate mode may need for the library of sequences of ``lengths`` (``[N]``):
-    :data:`ENTRY_BYTES` per possible entry, at most ``min(len_x, len_y)`` entries per pair
-    (an upper bound, reached by near-identical sequences)."""
+    :data:`ENTRY_BYTES` per possible entry, at most ``per_residue * min(len_x, len_y)``
+    entries per pair (an upper bound, reached by near-identical sequences;
+    :func:`entries_per_residue`)."""
     lens = np.sort(np.asarray(torch.as_tensor(lengths).cpu(), dtype=np.int64))
     n = lens.shape[0]
     # pair (x, y) with len_x <= len_y adds len_x: the k-th shortest is the shorter of n-1-k pairs
     entries = int((lens * (n - 1 - np.arange(n))).sum()) if n else 0
-    return entries * ENTRY_BYTES + 8 * n * n
+    return per_residue * entries * ENTRY_BYTES + 8 * n * n
 
 
 @dataclass(frozen=True)
@@ -245,7 +255,9 @@ def local_library(
         ResourceError: the library may not fit ``budget`` on ``codes``' device.
     """
     budget = MemoryBudget() if budget is None else budget
-    need, avail = library_bytes(lengths), budget.limit(codes.device)
+    config = config or ConsistencyConfig()
+    need = library_bytes(lengths, entries_per_residue(config))
+    avail = budget.limit(codes.device)
     if need > avail:
         raise ResourceError(
             f"accurate mode's library of {codes.shape[0]} sequences on {codes.device}",

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from torchmsa.cpu.twins import pick, twin
+from torchmsa.errors import ResourceError
 
 __all__ = ["library_rows", "extend_entries"]
 
@@ -123,13 +124,27 @@ _extend_parallel = njit(cache=True, parallel=True)(_extend)
 _extend_serial = njit(cache=True, nogil=True)(twin(_extend))
 
 
-def extend_entries(x, i, y, j, w, lengths: np.ndarray, a: int, b: int, den: int):
+def extend_entries(
+    x,
+    i,
+    y,
+    j,
+    w,
+    lengths: np.ndarray,
+    a: int,
+    b: int,
+    den: int,
+    max_entries: int | None = None,
+    entry_bytes: int = 1,
+):
     """The transformed library of entries ``x < y`` (int64 numpy arrays) of sequences of
     ``lengths``: ``(x, i, y, j, w)``, sorted by pair, residue of x, residue of y, where
 
         w'_xy(i, j) = round((a * w_xy(i, j) + b * sum_z,k w_xz(i, k) w_zy(k, j)) / den)
 
-    (half up), entries of weight 0 left out."""
+    (half up), entries of weight 0 left out. Counted before anything is allocated for them:
+    more than ``max_entries`` raise :class:`~torchmsa.errors.ResourceError`, which counts
+    ``entry_bytes`` for each."""
     n = lengths.shape[0]
     lens = lengths.astype(np.int64)
     empty = np.zeros(0, np.int64)
@@ -145,6 +160,13 @@ def extend_entries(x, i, y, j, w, lengths: np.ndarray, a: int, b: int, den: int)
     starts = np.zeros(xs.shape[0] + 1, np.int64)
     starts[1:] = np.cumsum(counts)
     total = int(starts[-1])
+    if max_entries is not None and total > max_entries:
+        raise ResourceError(
+            f"the transformed library of {n} sequences ({total} entries)",
+            total * entry_bytes,
+            max_entries * entry_bytes,
+            "a smaller consistency.extend_share numerator (0: off) or mode='default'",
+        )
     oi, oj, ow = (np.empty(total, np.int64) for _ in range(3))
     fn(*args, counts, starts, oi, oj, ow)
     return np.repeat(xs, counts), oi, np.repeat(ys, counts), oj, ow

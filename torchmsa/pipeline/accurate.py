@@ -65,7 +65,8 @@ def accurate_group(
             b = cut_ends(b, head, tail)
             lib = lib.trimmed(head.to(lib.x.device), b.lengths.to(lib.x.device).long())
         if cons_config.extend_share[0]:
-            lib = extend_library(lib, b.lengths, cons_config.extend_share, cons_config.weight_max)
+            share, top = cons_config.extend_share, cons_config.weight_max
+            lib = extend_library(lib, b.lengths, share, top, budget)
         cuts.append(b)
         libs.append(lib)
     sizes = [len(b) for b in batches]

@@ -73,7 +73,7 @@ def prepare_jobs(
         longest = int(b.lengths.max()) if len(b) else 0
         mode = resolve_mode(config.mode, len(b), longest, config=config.auto)
         place = host if host_small and host_job(len(b), longest, mode, policy=policy) else device
-        degraded = _library_misfit(b, place, budget) if mode == "accurate" else None
+        degraded = _library_misfit(b, place, budget, config) if mode == "accurate" else None
         if degraded is not None:
             mode = "default"
             small = host_small and host_job(len(b), longest, mode, policy=policy)
@@ -84,12 +84,13 @@ def prepare_jobs(
     return jobs
 
 
-def _library_misfit(batch: SequenceBatch, place: torch.device, budget: MemoryBudget):
+def _library_misfit(batch: SequenceBatch, place: torch.device, budget: MemoryBudget, config):
     """Why accurate mode's library of ``batch`` cannot be built on ``place`` (``None``: it
     fits ``budget``)."""
     from torchmsa.consistency import library_bytes
+    from torchmsa.consistency.library import entries_per_residue
 
-    need = library_bytes(batch.lengths)
+    need = library_bytes(batch.lengths, entries_per_residue(config.consistency))
     avail = budget.limit(place)
     if need <= avail:
         return None
