@@ -257,6 +257,7 @@ class ConsistencyConfig(_Checked):
     posterior_floor: int = field(default=1, metadata=_opt(check=_non_negative))
     posterior_gaps: tuple[float, float] = (0.02, 0.79)
     posterior_free_ends: bool = False
+    posterior_free_ratio: float = field(default=0.0, metadata=_opt(check=_non_negative))
     posterior_similarity: bool = False
 
 

@@ -160,22 +160,37 @@ def _entry_weights(pair, i, j, same, codes_a, codes_b, n_pairs, matrix, config) 
 
 def _posterior(codes, lengths, bx, by, mat, config):
     """The pairs' entries from the pair HMM's posterior match probabilities
-    (:mod:`torchmsa.consistency.posterior`), on ``codes``' device."""
+    (:mod:`torchmsa.consistency.posterior`), on ``codes``' device: with free end gaps for
+    every pair (``posterior_free_ends``) or for those whose shorter sequence is below
+    ``posterior_free_ratio`` of the longer (a fragment), the global model for the rest."""
     from torchmsa.consistency.posterior import blosum_odds, posterior_entries
 
     odds = blosum_odds(mat.cpu().numpy())
     d, e = config.posterior_gaps
-    return posterior_entries(
-        codes,
-        lengths,
-        bx,
-        by,
-        odds,
-        gap_open=d,
-        gap_extend=e,
-        weight_max=config.weight_max,
-        free_ends=config.posterior_free_ends,
-    )
+    la, lb = lengths[bx].double(), lengths[by].double()
+    free = torch.minimum(la, lb) < config.posterior_free_ratio * torch.maximum(la, lb)
+    free = free | config.posterior_free_ends
+    parts = []
+    for model in (False, True):
+        sel = torch.nonzero(free == model)[:, 0]
+        if sel.numel():
+            pair, i, j, w = posterior_entries(
+                codes,
+                lengths,
+                bx[sel],
+                by[sel],
+                odds,
+                gap_open=d,
+                gap_extend=e,
+                weight_max=config.weight_max,
+                free_ends=model,
+            )
+            parts.append((sel.to(pair.device)[pair], i, j, w))
+    if len(parts) == 1:
+        return parts[0]
+    pair, i, j, w = (torch.cat(t) for t in zip(*parts))
+    order = torch.argsort(pair, stable=True)  # each pair's entries stay in (i, j) order
+    return pair[order], i[order], j[order], w[order]
 
 
 def _pair_entries(
