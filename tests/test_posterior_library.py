@@ -133,3 +133,23 @@ def test_the_budget_counts_every_posterior_partner_a_residue_may_have():
         local_library(
             batch.codes, batch.lengths, mat, 11, 1, backend="cpu", config=config, budget=tight
         )
+
+
+def test_free_ratio_frees_the_ends_of_fragment_pairs_only():
+    seqs = _family(3) + ["ACDEFGHIKLMN"]  # a fragment-sized sequence
+    lens = [len(s) for s in seqs]
+
+    def lib(**kw):
+        return _entries(_library(seqs, ConsistencyConfig(entries="posterior", **kw))[2])
+
+    glob, free = lib(), lib(posterior_free_ends=True)
+    mixed = lib(posterior_free_ratio=0.5)
+
+    def fragment(key):
+        a, b = lens[key[0]], lens[key[2]]
+        return min(a, b) < 0.5 * max(a, b)
+
+    want = {k: v for k, v in glob.items() if not fragment(k)}
+    want.update({k: v for k, v in free.items() if fragment(k)})
+    assert mixed == want
+    assert any(fragment(k) for k in want) and glob != free
