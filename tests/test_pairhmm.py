@@ -337,20 +337,23 @@ def test_same_entries_on_every_thread_count_twin_and_chunking(monkeypatch, free)
         assert all(torch.equal(a, b) for a, b in zip(first, out))
 
 
-def test_long_pair_does_not_underflow():
-    # 2,000 residues against 1,800: 10% substituted and 200 deleted from the middle
+@pytest.mark.parametrize("free_ends", [False, True])
+def test_long_pair_does_not_underflow(free_ends):
+    # 2,000 residues against 1,800: 10% substituted and 200 deleted from the middle; with free
+    # ends Z lies far beyond the float range
     rng = np.random.default_rng(7)
     x = rng.integers(0, 20, 2000).astype(np.uint8)
     keep = np.r_[0:900, 1100:2000]
     y = x[keep].copy()
     swap = rng.random(y.shape[0]) < 0.1
     y[swap] = rng.integers(0, 20, int(swap.sum()))
-    p = pairhmm.pair_posterior(x, y, _odds())
+    p = pairhmm.pair_posterior(x, y, _odds(), free_ends=free_ends)
     assert p.shape == (2000, 1800) and np.all(np.isfinite(p))
     assert p.min() >= 0 and p.sum(axis=1).max() <= 1 + 1e-12 and p.sum(axis=0).max() <= 1 + 1e-12
     diag = p[keep, np.arange(1800)]
     assert np.median(diag) > 0.95 and diag.mean() > 0.9
     assert p[950:1050].sum(axis=1).max() < 0.1  # the deleted residues pair with nothing
+    _assert_close(pairhmm.pair_posterior(y, x, _odds(), free_ends=free_ends), p.T, 1e-12)
 
 
 def test_blosum_odds_and_argument_checks():
@@ -585,23 +588,6 @@ def test_free_ends_entries_are_the_dense_posteriors_quantised():
         dense = np.zeros_like(w)
         dense[first[1].numpy()[at], first[2].numpy()[at]] = first[3].numpy()[at]
         assert np.array_equal(dense, w)
-
-
-def test_free_ends_long_pair_does_not_underflow():
-    # as the global model's: 2,000 residues against 1,800, Z far beyond the float range
-    rng = np.random.default_rng(7)
-    x = rng.integers(0, 20, 2000).astype(np.uint8)
-    keep = np.r_[0:900, 1100:2000]
-    y = x[keep].copy()
-    swap = rng.random(y.shape[0]) < 0.1
-    y[swap] = rng.integers(0, 20, int(swap.sum()))
-    p = pairhmm.pair_posterior(x, y, _odds(), free_ends=True)
-    assert p.shape == (2000, 1800) and np.all(np.isfinite(p))
-    assert p.min() >= 0 and p.sum(axis=1).max() <= 1 + 1e-12 and p.sum(axis=0).max() <= 1 + 1e-12
-    diag = p[keep, np.arange(1800)]
-    assert np.median(diag) > 0.95 and diag.mean() > 0.9
-    assert p[950:1050].sum(axis=1).max() < 0.1
-    _assert_close(pairhmm.pair_posterior(y, x, _odds(), free_ends=True), p.T, 1e-12)
 
 
 @pytest.mark.xfail(strict=True, reason="two alternative alignments of > ~1,000 bits each")

@@ -108,16 +108,13 @@ def _pair(p, xs, ys, n, lengths, row_start, offsets, col, wt, a, b, den, out_i, 
 
 
 def _extend(xs, ys, n, lengths, row_start, offsets, col, wt, a, b, den, counts, starts, oi, oj, ow):
+    # first pass (no outputs): counts; second: writes from starts[p], the same counts again
+    fill = oi.shape[0] > 0
     for p in prange(xs.shape[0]):
-        if oi.shape[0] == 0:
-            counts[p] = _pair(
-                p, xs, ys, n, lengths, row_start, offsets, col, wt, a, b, den, oi, oj, ow, 0
-            )
-        else:
-            _pair(
-                p, xs, ys, n, lengths, row_start, offsets, col, wt, a, b, den, oi, oj, ow,
-                starts[p],
-            )  # fmt: skip
+        at = starts[p] if fill else 0
+        counts[p] = _pair(
+            p, xs, ys, n, lengths, row_start, offsets, col, wt, a, b, den, oi, oj, ow, at
+        )
 
 
 _extend_parallel = njit(cache=True, parallel=True)(_extend)
