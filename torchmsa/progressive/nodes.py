@@ -14,7 +14,7 @@ from torchmsa.ops.backend import to_device
 from torchmsa.progressive.forest import Forest, ResidueTable
 from torchmsa.progressive.scoring import ProfileScoring
 
-__all__ = ["Nodes", "Pool", "excl", "pool_tensor", "ranges", "upload"]
+__all__ = ["Nodes", "Pool", "excl", "pool_tensor", "ranges", "rebuild_plan", "upload"]
 
 
 def excl(sizes: np.ndarray) -> np.ndarray:
@@ -48,6 +48,45 @@ def pool_tensor(shape, dtype, device) -> torch.Tensor:
     ``Nodes.store``, or by ``merge_nodes``, which clears a parent's rows first), so clearing
     the buffers, which grow to millions of rows down deep trees, would be wasted work."""
     return torch.empty(shape, dtype=dtype, device=device)
+
+
+GROWTH = (2.0, 1.5, 1.25, 1.0)  # a full pool's new size, in live-plus-new rows, largest first
+SPILL_CHUNK = 1 << 28  # bytes of live rows per copy to host memory in a rebuild through it
+REBUILD_HINT = "align fewer or shorter sequences, or on the CPU (device='cpu')"
+
+
+def rebuild_plan(
+    rows: int,
+    bnds: int,
+    slack: int,
+    n_alpha: int,
+    old_bytes: int,
+    avail: int | None,
+    what: str = "the live tree nodes' profiles",
+) -> tuple[int, int, bool]:
+    """``(profile rows, boundary rows, through_host)`` of a full pool's rebuild that must hold
+    ``rows`` rows and ``bnds`` boundaries: the largest growth of :data:`GROWTH` (times the
+    rows, plus ``slack``) whose buffers fit in ``avail`` bytes beside the old ones, else the
+    largest that fits once the old buffers (``old_bytes``) are freed, their live rows moved
+    through host memory (``through_host``). ``avail`` ``None``: no limit (a host pool).
+
+    Raises:
+        ResourceError: not even the smallest fits with the old buffers freed.
+    """
+
+    def size(g: float) -> tuple[int, int, int]:
+        pr, br = int(g * rows) + slack, int(g * bnds) + slack
+        return pr, br, pr * 4 * n_alpha + br * 8
+
+    if avail is None:
+        return (*size(GROWTH[0])[:2], False)
+    for room, through_host in ((avail, False), (avail + old_bytes, True)):
+        for g in GROWTH:
+            pr, br, need = size(g)
+            if need <= room:
+                return pr, br, through_host
+    pr, _, need = size(GROWTH[-1])
+    raise ResourceError(f"{what} ({pr} rows)", need, avail + old_bytes, REBUILD_HINT)
 
 
 class Pool:
@@ -113,35 +152,65 @@ class Nodes:
 
     def reserve(self, device: torch.device, rows: int, bnds: int) -> Pool:
         """``device``'s pool with room for ``rows`` more rows and ``bnds`` boundaries; when
-        full, it keeps only its live nodes, in a buffer at least twice their size."""
+        full, it keeps only its live nodes, in buffers sized by :func:`rebuild_plan`."""
         q = self.pool(device)
         pool = self.pools[q]
-        if pool.rows + rows > pool.prof.shape[0] or pool.bnds + bnds > pool.both.shape[0]:
-            live = np.nonzero(self.alive & (self.pool_of == q))[0]
-            r_src = ranges(self.row[live], self.cols[live])
-            b_src = ranges(self.bnd[live], self.cols[live] + 1)
-            idx = upload(device, r=r_src, b=b_src)
-            size = (2 * (len(r_src) + rows) + self.pool_rows, self.n_alpha)
-            need = size[0] * (4 * self.n_alpha + 8)
-            # free memory counts torch's cached blocks, which the new buffers can reuse
-            avail = MemoryBudget(device_fraction=1.0).limit(device)
-            if device.type == "cuda" and need > avail:
-                raise ResourceError(
-                    f"the profiles of {len(live)} live tree nodes and {rows} new columns "
-                    f"({size[0]} rows)",
-                    need,
-                    avail,
-                    "align fewer or shorter sequences, or on the CPU (device='cpu')",
-                )
-            new_prof = pool_tensor(size, torch.int32, device)
-            new_both = pool_tensor((2 * (len(b_src) + bnds) + self.pool_rows,), torch.int64, device)
-            # gathered straight into the new buffers: no third copy of the live rows
-            torch.index_select(pool.prof, 0, idx["r"], out=new_prof[: len(r_src)])
-            torch.index_select(pool.both, 0, idx["b"], out=new_both[: len(b_src)])
-            self.row[live] = excl(self.cols[live])
-            self.bnd[live] = excl(self.cols[live] + 1)
-            pool.prof, pool.both, pool.rows, pool.bnds = new_prof, new_both, len(r_src), len(b_src)
+        if pool.rows + rows <= pool.prof.shape[0] and pool.bnds + bnds <= pool.both.shape[0]:
+            return pool
+        live = np.nonzero(self.alive & (self.pool_of == q))[0]
+        r_src = ranges(self.row[live], self.cols[live])
+        b_src = ranges(self.bnd[live], self.cols[live] + 1)
+        old = pool.prof.numel() * 4 + pool.both.numel() * 8
+        # free memory counts torch's cached blocks, which the new buffers can reuse
+        avail = MemoryBudget(device_fraction=1.0).limit(device) if device.type == "cuda" else None
+        what = f"the profiles of {len(live)} live tree nodes and {rows} new columns"
+        prof_rows, both_rows, through_host = rebuild_plan(
+            len(r_src) + rows, len(b_src) + bnds, self.pool_rows, self.n_alpha, old, avail, what
+        )
+        idx = upload(device, r=r_src, b=b_src)
+        try:
+            if through_host:
+                self._rebuild_through_host(pool, idx["r"], idx["b"], prof_rows, both_rows)
+            else:
+                new_prof = pool_tensor((prof_rows, self.n_alpha), torch.int32, device)
+                new_both = pool_tensor((both_rows,), torch.int64, device)
+                # gathered straight into the new buffers: no third copy of the live rows
+                torch.index_select(pool.prof, 0, idx["r"], out=new_prof[: len(r_src)])
+                torch.index_select(pool.both, 0, idx["b"], out=new_both[: len(b_src)])
+                pool.prof, pool.both = new_prof, new_both
+        except torch.OutOfMemoryError:
+            need = prof_rows * 4 * self.n_alpha + both_rows * 8
+            raise ResourceError(
+                f"{what} ({prof_rows} rows)", need, (avail or 0) + old, REBUILD_HINT
+            ) from None
+        self.row[live] = excl(self.cols[live])
+        self.bnd[live] = excl(self.cols[live] + 1)
+        pool.rows, pool.bnds = len(r_src), len(b_src)
         return pool
+
+    def _rebuild_through_host(
+        self, pool: Pool, idx_r, idx_b, prof_rows: int, both_rows: int, chunk: int = SPILL_CHUNK
+    ) -> None:
+        """The live rows moved to host memory ``chunk`` bytes at a time, the old buffers
+        freed, the new ones made and the rows moved back: one pool on the device at a time."""
+        need = idx_r.numel() * 4 * self.n_alpha + idx_b.numel() * 8
+        avail = MemoryBudget(host_fraction=1.0).limit("cpu")
+        if need > avail:
+            raise ResourceError("host copies of the live tree nodes' profiles", need, avail)
+        host_prof = torch.empty((idx_r.numel(), self.n_alpha), dtype=torch.int32)
+        host_both = torch.empty(idx_b.numel(), dtype=torch.int64)
+        for host, buf, idx in ((host_prof, pool.prof, idx_r), (host_both, pool.both, idx_b)):
+            step = max(1, chunk // (buf.element_size() * max(1, buf[:1].numel())))
+            for at in range(0, idx.numel(), step):
+                host[at : at + step] = buf.index_select(0, idx[at : at + step]).cpu()
+        device = pool.device
+        pool.prof = pool.both = None
+        if device.type == "cuda":
+            torch.cuda.empty_cache()  # the old buffers' memory, for buffers of any size
+        pool.prof = pool_tensor((prof_rows, self.n_alpha), torch.int32, device)
+        pool.both = pool_tensor((both_rows,), torch.int64, device)
+        pool.prof[: host_prof.shape[0]] = host_prof.to(device)
+        pool.both[: host_both.shape[0]] = host_both.to(device)
 
     def store(self, nodes, cols, prof, both, device) -> None:
         """Appends nodes' profiles and boundary weights to ``device``'s pool."""
