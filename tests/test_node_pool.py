@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from torchmsa.errors import ResourceError
-from torchmsa.progressive.nodes import GROWTH, Nodes, Pool, rebuild_plan
+from torchmsa.progressive.nodes import GROWTH, Nodes, Pool, _gather, rebuild_plan
 
 A = 5  # residue states per profile row
 ROW, BND = 4 * A, 8  # bytes of a profile row and of a boundary
@@ -58,12 +58,22 @@ def test_rebuild_through_host_keeps_the_live_rows_in_order():
     pool = Pool(torch.device("cpu"), A, 40)
     pool.prof.copy_(torch.from_numpy(rng.integers(-9, 9, (40, A), dtype=np.int32)))
     pool.both.copy_(torch.from_numpy(rng.integers(0, 99, 40)))
-    idx_r = torch.tensor([7, 8, 9, 30, 31, 2], dtype=torch.int64)
-    idx_b = torch.tensor([7, 8, 9, 10, 30, 31, 32, 2, 3], dtype=torch.int64)
-    want_p, want_b = pool.prof[idx_r].clone(), pool.both[idx_b].clone()
+    idx_r = np.array([7, 8, 9, 30, 31, 2], dtype=np.int64)
+    idx_b = np.array([7, 8, 9, 10, 30, 31, 32, 2, 3], dtype=np.int64)
+    want_p, want_b = pool.prof[idx_r].clone(), pool.both[idx_b].clone()  # numpy indices
     nodes = Nodes.__new__(Nodes)
     nodes.n_alpha = A
     # two profile rows a chunk: the chunks' seams are exercised
-    nodes._rebuild_through_host(pool, idx_r, idx_b, 12, 20, chunk=2 * ROW)
+    nodes._rebuild_through_host(pool, idx_r, idx_b, 12, 20, chunk=2 * (ROW + 8))
     assert pool.prof.shape == (12, A) and pool.both.shape == (20,)
     assert torch.equal(pool.prof[:6], want_p) and torch.equal(pool.both[:9], want_b)
+
+
+@pytest.mark.parametrize("chunk", [1, 3 * (ROW + 8), 1 << 20])
+def test_gather_in_chunks_equals_one_index(chunk):
+    rng = np.random.default_rng(chunk)
+    src = torch.from_numpy(rng.integers(-99, 99, (50, A), dtype=np.int32))
+    idx = rng.integers(0, 50, 23).astype(np.int64)
+    dst = torch.zeros((30, A), dtype=torch.int32)
+    _gather(src, idx, dst[:23], chunk)
+    assert torch.equal(dst[:23], src[idx]) and not dst[23:].any()

@@ -204,43 +204,6 @@ def test_no_compiles_after_warmup_on_a_gpu():
     assert built() == 0
 
 
-def test_compile_ahead_starts_the_refine_task_beside_a_cold_first_call(monkeypatch):
-    from torchmsa import precompile
-    from torchmsa.cpu import refine
-
-    started = []
-    monkeypatch.setattr(subprocess, "Popen", lambda argv, **kw: started.append((argv, kw)))
-    monkeypatch.setattr(refine, "first_calls_compiled", lambda: False)
-    monkeypatch.delenv("TORCHMSA_COMPILE_AHEAD", raising=False)
-    monkeypatch.setattr(precompile, "_AHEAD", False)
-    monkeypatch.setattr(precompile, "_cores", lambda: 1)
-    assert precompile.compile_ahead("default") is False  # one core: nothing to share
-    monkeypatch.setattr(precompile, "_cores", lambda: 2)
-    assert precompile.compile_ahead("fast") is False  # no refinement in fast mode
-    assert precompile.compile_ahead("default") is True
-    argv, kw = started[0]
-    assert argv[1:] == [
-        "-m",
-        "torchmsa",
-        "warmup",
-        "--device",
-        "cpu",
-        "--task",
-        "refine",
-        "--jobs",
-        "1",
-    ]
-    assert kw["start_new_session"] and kw["stdout"] == subprocess.DEVNULL
-    assert precompile.compile_ahead("default") is False  # once a process
-    monkeypatch.setattr(precompile, "_AHEAD", False)
-    monkeypatch.setenv("TORCHMSA_COMPILE_AHEAD", "0")
-    assert precompile.compile_ahead("accurate") is False
-    monkeypatch.setenv("TORCHMSA_COMPILE_AHEAD", "1")
-    monkeypatch.setattr(refine, "first_calls_compiled", lambda: True)  # a warm cache
-    assert precompile.compile_ahead("accurate") is False
-    assert len(started) == 1
-
-
 def test_the_refine_task_compiles_what_a_first_call_takes():
     from torchmsa.cpu import refine
     from torchmsa.precompile import _run_task

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "TaskReport", "WarmupReport", "warmup", "TASKS", "triton_build_counter", "numba_compiled",
-    "compile_ahead",
 ]  # fmt: skip
 
 
@@ -150,7 +149,8 @@ def _refine_stage(device: str) -> None:
     """Refinement's numba functions alone, on a gapless alignment of a small family under a
     tree given as Newick (nothing else compiles): its edges one at a time (few cells), and
     in a batch on the one-thread twin (the path a first call of a larger family takes).
-    :func:`compile_ahead` runs this task beside a cold first ``torchmsa align``."""
+    A first ``torchmsa align`` compiles refinement with the rest of its plan
+    (:mod:`torchmsa.compile_plan`)."""
     from torchmsa.alphabet import get_alphabet
     from torchmsa.cpu import twins
     from torchmsa.ops.pairwise import encode_sequences
@@ -176,37 +176,6 @@ def _refine_stage(device: str) -> None:
         refine(*args)
     finally:
         twins.SERIAL_CELLS = saved
-
-
-def compile_ahead(mode: str) -> bool:
-    """Beside a first ``torchmsa align`` whose caches are empty, starts ``torchmsa warmup
-    --task refine`` as a detached process, so that refinement's functions, which the align
-    reaches last, compile on another core meanwhile (the align loads them from the cache when
-    it gets there, or compiles what is not there yet). Only for modes that refine, with a
-    second core to use, once a process, and not when ``TORCHMSA_COMPILE_AHEAD=0``. Returns
-    whether it started one."""
-    global _AHEAD
-    if _AHEAD or mode == "fast" or os.environ.get("TORCHMSA_COMPILE_AHEAD", "1") == "0":
-        return False
-    if _cores() < 2:  # one core: the other process would only compete with this one
-        return False
-    _AHEAD = True
-    from torchmsa.cpu import refine
-
-    if refine.first_calls_compiled():
-        return False
-    import subprocess
-    import sys
-
-    argv = [sys.executable, "-m", "torchmsa", "warmup", "--device", "cpu", "--task", "refine"]
-    subprocess.Popen(
-        [*argv, "--jobs", "1"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    return True
-
-
-_AHEAD = False
 
 
 def _on_gpu(modes: tuple[str, ...]) -> Callable[[str], None]:

@@ -154,17 +154,21 @@ def run(args) -> int:
         config = with_overrides(
             config or AlignConfig(), [f"refine.rounds_default={n}", f"refine.rounds_accurate={n}"]
         )
+    from torchmsa import compile_plan
     from torchmsa.io import check_writable, output_format, read_sequences
 
     # read once (standard input too), and refuse names the output cannot hold before aligning;
-    # the GPU's context starts meanwhile (seconds at a fresh process's first CUDA call)
-    _start_cuda(args.device)
+    # the GPU's context starts meanwhile (seconds at a fresh process's first CUDA call), or,
+    # where numba's cache is empty, after the compiling processes have been forked
+    cold = compile_plan.cold()
+    if not cold:
+        _start_cuda(args.device)
     source = read_sequences(args.input, limits=limits(args))
     fmt = args.format or output_format(args.output)
     check_writable([r.name for r in source], [r.description for r in source], fmt)
-    from torchmsa.precompile import compile_ahead
-
-    compile_ahead(args.mode)  # empty caches: refinement compiles on another core meanwhile
+    if cold:
+        _compile_first(args, source, config)
+        _start_cuda(args.device)
     tree = args.tree
     if args.treein:
         if args.tree is not None:
@@ -199,6 +203,20 @@ def run(args) -> int:
         if m["config"]:
             print(f"torchmsa: config {m['config']}", file=sys.stderr)
     return 0
+
+
+def _compile_first(args, source, config) -> None:
+    """numba's cache is empty: the functions of the mode this input runs in compile on every
+    core first (:mod:`torchmsa.compile_plan`)."""
+    from torchmsa.compile_plan import compile_cold
+    from torchmsa.config import AlignConfig
+    from torchmsa.pipeline.modes import resolve_mode
+
+    longest = max((len(r.seq) for r in source), default=0)
+    auto = (config or AlignConfig()).auto
+    report = compile_cold(resolve_mode(args.mode or "auto", len(source), longest, config=auto))
+    if report is not None and args.verbose:
+        print(f"torchmsa: {report.summary()}", file=sys.stderr)
 
 
 def _start_cuda(device: str) -> None:

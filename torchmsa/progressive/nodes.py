@@ -51,8 +51,22 @@ def pool_tensor(shape, dtype, device) -> torch.Tensor:
 
 
 GROWTH = (2.0, 1.5, 1.25, 1.0)  # a full pool's new size, in live-plus-new rows, largest first
-SPILL_CHUNK = 1 << 28  # bytes of live rows per copy to host memory in a rebuild through it
+SPILL_CHUNK = 1 << 28  # bytes of live rows (and their indices) per gather of a rebuild
+REBUILD_MARGIN = 1 << 30  # device bytes a rebuild leaves free: chunks, allocator rounding
 REBUILD_HINT = "align fewer or shorter sequences, or on the CPU (device='cpu')"
+
+
+def _gather(src: torch.Tensor, idx: np.ndarray, dst: torch.Tensor, chunk: int = SPILL_CHUNK):
+    """``dst[k] = src[idx[k]]`` for every ``k`` (``idx`` host int64, ``dst`` on any device),
+    ``chunk`` bytes of rows and indices at a time: no index or row copy of the whole."""
+    row = src.element_size() * max(1, src[:1].numel())
+    step = max(1, chunk // (row + 8))
+    for at in range(0, len(idx), step):
+        part = torch.from_numpy(np.ascontiguousarray(idx[at : at + step])).to(src.device)
+        if dst.device == src.device:
+            torch.index_select(src, 0, part, out=dst[at : at + len(part)])
+        else:
+            dst[at : at + len(part)].copy_(src.index_select(0, part))
 
 
 def rebuild_plan(
@@ -161,23 +175,29 @@ class Nodes:
         r_src = ranges(self.row[live], self.cols[live])
         b_src = ranges(self.bnd[live], self.cols[live] + 1)
         old = pool.prof.numel() * 4 + pool.both.numel() * 8
-        # free memory counts torch's cached blocks, which the new buffers can reuse
-        avail = MemoryBudget(device_fraction=1.0).limit(device) if device.type == "cuda" else None
+        # free memory counts torch's cached blocks, which the new buffers can reuse; the
+        # margin holds the chunks of the gathers and the allocator's rounding
+        avail = None
+        if device.type == "cuda":
+            avail = max(0, MemoryBudget(device_fraction=1.0).limit(device) - REBUILD_MARGIN)
         what = f"the profiles of {len(live)} live tree nodes and {rows} new columns"
         prof_rows, both_rows, through_host = rebuild_plan(
             len(r_src) + rows, len(b_src) + bnds, self.pool_rows, self.n_alpha, old, avail, what
         )
-        idx = upload(device, r=r_src, b=b_src)
         try:
+            if not through_host:
+                try:
+                    new_prof = pool_tensor((prof_rows, self.n_alpha), torch.int32, device)
+                    new_both = pool_tensor((both_rows,), torch.int64, device)
+                except torch.OutOfMemoryError:  # the free memory was not all in one piece
+                    new_prof = new_both = None
+                    through_host = True
+                else:  # gathered straight into the new buffers: no third copy of the rows
+                    _gather(pool.prof, r_src, new_prof[: len(r_src)])
+                    _gather(pool.both, b_src, new_both[: len(b_src)])
+                    pool.prof, pool.both = new_prof, new_both
             if through_host:
-                self._rebuild_through_host(pool, idx["r"], idx["b"], prof_rows, both_rows)
-            else:
-                new_prof = pool_tensor((prof_rows, self.n_alpha), torch.int32, device)
-                new_both = pool_tensor((both_rows,), torch.int64, device)
-                # gathered straight into the new buffers: no third copy of the live rows
-                torch.index_select(pool.prof, 0, idx["r"], out=new_prof[: len(r_src)])
-                torch.index_select(pool.both, 0, idx["b"], out=new_both[: len(b_src)])
-                pool.prof, pool.both = new_prof, new_both
+                self._rebuild_through_host(pool, r_src, b_src, prof_rows, both_rows)
         except torch.OutOfMemoryError:
             need = prof_rows * 4 * self.n_alpha + both_rows * 8
             raise ResourceError(
@@ -189,28 +209,27 @@ class Nodes:
         return pool
 
     def _rebuild_through_host(
-        self, pool: Pool, idx_r, idx_b, prof_rows: int, both_rows: int, chunk: int = SPILL_CHUNK
+        self, pool: Pool, r_src, b_src, prof_rows: int, both_rows: int, chunk: int = SPILL_CHUNK
     ) -> None:
-        """The live rows moved to host memory ``chunk`` bytes at a time, the old buffers
-        freed, the new ones made and the rows moved back: one pool on the device at a time."""
-        need = idx_r.numel() * 4 * self.n_alpha + idx_b.numel() * 8
+        """The live rows (``r_src``, ``b_src``: host int64 indices) moved to host memory
+        ``chunk`` bytes at a time, the old buffers freed, the new ones made and the rows moved
+        back: one pool on the device at a time."""
+        need = len(r_src) * 4 * self.n_alpha + len(b_src) * 8
         avail = MemoryBudget(host_fraction=1.0).limit("cpu")
         if need > avail:
             raise ResourceError("host copies of the live tree nodes' profiles", need, avail)
-        host_prof = torch.empty((idx_r.numel(), self.n_alpha), dtype=torch.int32)
-        host_both = torch.empty(idx_b.numel(), dtype=torch.int64)
-        for host, buf, idx in ((host_prof, pool.prof, idx_r), (host_both, pool.both, idx_b)):
-            step = max(1, chunk // (buf.element_size() * max(1, buf[:1].numel())))
-            for at in range(0, idx.numel(), step):
-                host[at : at + step] = buf.index_select(0, idx[at : at + step]).cpu()
+        host_prof = torch.empty((len(r_src), self.n_alpha), dtype=torch.int32)
+        host_both = torch.empty(len(b_src), dtype=torch.int64)
+        _gather(pool.prof, r_src, host_prof, chunk)
+        _gather(pool.both, b_src, host_both, chunk)
         device = pool.device
         pool.prof = pool.both = None
         if device.type == "cuda":
             torch.cuda.empty_cache()  # the old buffers' memory, for buffers of any size
         pool.prof = pool_tensor((prof_rows, self.n_alpha), torch.int32, device)
         pool.both = pool_tensor((both_rows,), torch.int64, device)
-        pool.prof[: host_prof.shape[0]] = host_prof.to(device)
-        pool.both[: host_both.shape[0]] = host_both.to(device)
+        pool.prof[: len(r_src)].copy_(host_prof)  # straight from host memory, no device copy
+        pool.both[: len(b_src)].copy_(host_both)
 
     def store(self, nodes, cols, prof, both, device) -> None:
         """Appends nodes' profiles and boundary weights to ``device``'s pool."""
