@@ -193,3 +193,66 @@ def test_batch_routing(mode, go, ge):
         want = cpu_dp.pair_score_scalar(ca[p], n, cb[p], m, mat, go, ge, mode)
         assert tuple(int(x) for x in out[p]) == tuple(int(x) for x in want), (mode, n, m)
     assert mode != GLOBAL or int(out[0, 0]) == 0
+
+
+FUZZ_GAPS = [(0, 0), (1, 0), (5, 0), (1, 1), (4, 4), (3, 1), (10, 1), (12, 2), (7, 7)]
+
+
+@pytest.mark.parametrize("go,ge", FUZZ_GAPS, ids=[f"go{g}-ge{e}" for g, e in FUZZ_GAPS])
+def test_fuzz_small(go, ge):
+    """Many small random pairs (one to four letters, or protein), ``go == ge`` and ``ge == 0``
+    included: every lane width against the scalar loop, score and end cell."""
+    rng = np.random.default_rng(4242 + 97 * go + ge)
+    for trial in range(150):
+        seqtype = "protein" if trial % 3 == 0 else "dna"
+        mat, size = MATS[seqtype]
+        size = int(rng.integers(1, size + 1))
+        n, m = int(rng.integers(1, 90)), int(rng.integers(1, 120))
+        if trial % 2:
+            a, b = _related(rng, size, n, m)
+        else:
+            a = rng.integers(0, size, n).astype(np.uint8)
+            b = rng.integers(0, size, m).astype(np.uint8)
+        _check(a, b, mat, go, ge)
+
+
+@pytest.mark.parametrize("go,ge", [(10, 1), (2, 1), (1, 0)], ids=["go10-ge1", "go2-ge1", "go1-ge0"])
+def test_long_vertical_gaps(go, ge):
+    """A query holding an extra block twice a segment long, so the vertical gap (F) crosses lane
+    boundaries and wraps around the lazy-F loop more than once before it dies out."""
+    mat, size = MATS["protein"]
+    rng = np.random.default_rng(11 + go + ge)
+    for n_core, extra in [(40, 70), (200, 300), (600, 150)]:
+        core = rng.integers(0, size, n_core).astype(np.uint8)
+        block = rng.integers(0, size, extra).astype(np.uint8)
+        cut = n_core // 3
+        a = np.concatenate([core[:cut], block, core[cut:]])
+        b = np.concatenate([rng.integers(0, size, 30), core, rng.integers(0, size, 50)])
+        _check(a, b.astype(np.uint8), mat, go, ge)
+        _check(b.astype(np.uint8), a, mat, go, ge)
+
+
+def test_lazy_f_needs_the_crossing():
+    """A kernel that ignored F crossing from lane to lane (or stopped the lazy loop at once)
+    gets this wrong: the best path leaves lane 0 through a vertical gap."""
+    mat, _ = MATS["dna"]
+    unit = np.array([0, 1, 2, 3, 3, 2, 1, 0, 2, 2, 0, 1], np.uint8)
+    core = np.tile(unit, 6)  # 72 residues: every lane of 16x16 holds 5 of 72 + pad
+    block = np.full(19, 3, np.uint8)
+    a = np.concatenate([core[:30], block, core[30:]])  # 91: a vertical gap of 19 after row 30
+    b = core.copy()
+    want = tuple(int(x) for x in cpu_dp.pair_score_scalar(a, len(a), b, len(b), mat, 3, 1, LOCAL))
+    assert want[1] == len(a)  # the end is past the gap: the path must cross it
+    _check(a, b, mat, 3, 1)
+
+
+def test_buffers_any_alignment():
+    """The kernels align their buffer to 64 bytes themselves: views of odd offsets (a and b
+    start anywhere) give the same answers."""
+    mat, size = MATS["protein"]
+    rng = np.random.default_rng(3)
+    a0, b0 = _related(rng, size, 300, 900)
+    for off in range(4):
+        a = np.concatenate([np.zeros(off, np.uint8), a0])[off:]
+        b = np.concatenate([np.zeros(off, np.uint8), b0])[off:]
+        _check(a, b, mat, 10, 1)

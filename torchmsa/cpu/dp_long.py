@@ -3,38 +3,49 @@
 ``a`` (length n) is cut into ``L`` stripes of ``seg = ceil(n / L)`` residues; lane l of
 segment s holds residue ``p = l * seg + s``, so one pass over the segments updates a whole column
 of ``b`` with ``L``-wide operations that carry F (gaps in b, down the column) only from
-segment s to s + 1 inside each lane. F crossing from lane l to l + 1 is added afterwards by the
-lazy-F loop, which stops as soon as extending a gap can no longer beat opening one
-(``F - ext <= H_old - open``): exact when ``open >= ext`` (:func:`fits`). E (gaps in a) comes
-from the previous column elementwise. Residues past n score ``NEG`` (their H is never read).
+segment s to s + 1 inside each lane. E (gaps in a) comes from the previous column elementwise.
+Residues past n score the lane type's ``neg`` (their H never passes the real rows' maximum,
+and only real rows are scanned for the end cell).
 
-numba does not run LLVM's SLP vectoriser, and a lane loop over several arrays is vectorised
-only behind run-time alias checks, with the carried vectors (diagonal H, F, column maximum)
-spilled to small arrays. So everything a segment touches lives in one workspace, row s
-holding the fields ``[D, H, E, F, M]`` of ``L`` lanes each: every address in the lane loop is
-the same base plus a constant, which LLVM proves disjoint, and the carried vectors go to row
-s + 1. Indices are ``uint64`` so numba emits no negative-index wrap-around; sums are cast back
-to the lane type so the vectors stay narrow (numba widens ``int32 + int32`` to int64).
+**Lane vectors.** The lanes are LLVM vector values (:class:`Vec`, ``<L x i16>`` or
+``<L x i32>``) made and combined by small numba intrinsics (:func:`vload`, :func:`vmax`,
+:func:`vshift_in`, ...), so the diagonal H, F and the column maximum stay in registers from
+segment to segment: the segment loop compiles to about ten vector instructions and five
+memory accesses per segment, with no alias checks and no store-to-load chain (the lane loops
+of plain numba code were vectorised only over a workspace, the carried vectors going through
+memory). int16 lanes run 16 wide (a ymm register) below ``WIDE16`` residues and 32 wide (zmm)
+from there; the int32 fallback runs 16 wide. The profile (``[A, seg, L]``), H of the previous
+and of this column, E and the main loop's F sit in one buffer that starts on a 64-byte line.
 
-Scores run in int16 lanes (32 per 512-bit vector) while the column maximum stays below
-``LIMIT16``, whose margin keeps the next column from wrapping; past it, or when the costs or
-lengths could wrap int16 (:func:`fits16`), the pair is run again in int32 lanes.
+**Lazy F.** F crossing from lane l to l + 1 is added after the main loop: lane l - 1's outgoing
+F enters lane l at segment 0 and goes down while, in some lane, the extended F beats both the
+F the main loop used at the next segment (kept per segment) and 0. Past that it changes
+nothing: a smaller F was already outdone there and decays as fast, and an F <= 0 never raises a
+local H (which is at least 0). Exact when ``open >= ext`` (:func:`fits`), since then a gap in b
+seen from an H that F raised is never better than extending F. Where F raises H, E into the next
+column is raised too (``H - open``).
 
-The end cell follows ``dp.py``'s rule (first maximum in row-major order): the column maximum
-(taken before the lazy F, which never raises it) is compared with the best so far; a column
-that reaches or beats it is scanned for its smallest row with that value, and a tie keeps the
-earlier column unless the row is smaller.
+Scores run in int16 lanes while the column maximum stays below ``LIMIT16``, whose margin keeps
+the next column from wrapping; past it, or when the costs or lengths could wrap int16
+(:func:`fits16`), the pair is run again in int32 lanes.
+
+**End cell.** ``dp.py``'s rule (first maximum in row-major order): a column is looked at only
+when its maximum (taken before the lazy F, which never raises it) reaches ``max(best, 1)``, one
+vector compare; then its smallest row holding that maximum is found (lane-major order is row
+order), and a tie keeps the earlier column unless the row is smaller.
+
+Measured in decision 0054 (about 3x the plain-numba striped kernel on one core).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic, models, register_model
 
 from torchmsa.constants import NEG, SCAN_LIMIT
 
-_R = 5  # fields per workspace row: H of even columns, H of odd ones, E, incoming F, running max
-_HA, _HB, _E, _F, _M = 0, 1, 2, 3, 4
 NEG16 = -(1 << 13)
 LIMIT16 = 32000
 WIDE16 = 512  # from this length of a, int16 lanes go 32 wide (16 below: shorter segments)
@@ -57,120 +68,274 @@ def fits16(n, mat_max, go, ge):
     return go >= ge >= 0 and (n + 64) * ge + go < 8000 and mat_max < 700
 
 
+# ---- lane vectors: LLVM vector values, kept in registers across the segment loop -----------
+
+
+class Vec(types.Type):
+    """``count`` lanes of the integer type ``dtype``, an LLVM ``<count x iN>`` value."""
+
+    def __init__(self, dtype, count):
+        self.dtype, self.count = dtype, count
+        super().__init__(name=f"Vec({dtype}x{count})")
+
+
+@register_model(Vec)
+class _VecModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _ltype(fe_type))
+
+
+def _ltype(vt):
+    return ir.VectorType(ir.IntType(vt.dtype.bitwidth), vt.count)
+
+
+def _i32s(values):
+    return ir.Constant(ir.VectorType(ir.IntType(32), len(values)), list(values))
+
+
+def _proto(dtype, count):
+    """An intrinsic returning a zero vector of ``count`` x ``dtype``: its type picks the width."""
+    vt = Vec(dtype, count)
+
+    @intrinsic
+    def proto(typingctx):
+        def codegen(context, builder, sig, args):
+            return ir.Constant(_ltype(vt), None)
+
+        return vt(), codegen
+
+    return proto
+
+
+_p16x16 = _proto(types.int16, 16)
+_p16x32 = _proto(types.int16, 32)
+_p32x16 = _proto(types.int32, 16)
+
+
+def _splat(builder, vt, x):
+    lt = _ltype(vt)
+    one = builder.insert_element(ir.Constant(lt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(one, ir.Constant(lt, ir.Undefined), _i32s([0] * vt.count))
+
+
+@intrinsic
+def vsplat(typingctx, x, proto):
+    """``x`` (cast to the lane type) in every lane."""
+
+    def codegen(context, builder, sig, args):
+        return _splat(builder, proto, context.cast(builder, args[0], x, proto.dtype))
+
+    return proto(x, proto), codegen
+
+
+def _lane_ptr(context, builder, arr, ary, idx, vt):
+    data = context.make_array(arr)(context, builder, ary).data
+    return builder.bitcast(builder.gep(data, [idx]), _ltype(vt).as_pointer())
+
+
+@intrinsic
+def vload(typingctx, arr, idx, proto):
+    """``arr[idx : idx + count]`` (no bounds check, unaligned)."""
+
+    def codegen(context, builder, sig, args):
+        ptr = _lane_ptr(context, builder, arr, args[0], args[1], proto)
+        return builder.load(ptr, align=proto.dtype.bitwidth // 8)
+
+    return proto(arr, idx, proto), codegen
+
+
+@intrinsic
+def vstore(typingctx, arr, idx, v):
+    """``arr[idx : idx + count] = v`` (no bounds check, unaligned)."""
+
+    def codegen(context, builder, sig, args):
+        ptr = _lane_ptr(context, builder, arr, args[0], args[1], v)
+        builder.store(args[2], ptr, align=v.dtype.bitwidth // 8)
+        return context.get_dummy_value()
+
+    return types.none(arr, idx, v), codegen
+
+
+@intrinsic
+def vadd(typingctx, x, y):
+    """Lanewise ``x + y`` (wrapping: the callers keep the lanes in range)."""
+
+    def codegen(context, builder, sig, args):
+        return builder.add(args[0], args[1])
+
+    return x(x, y), codegen
+
+
+@intrinsic
+def vsub(typingctx, x, y):
+    """Lanewise ``x - y`` (wrapping: the callers keep the lanes in range)."""
+
+    def codegen(context, builder, sig, args):
+        return builder.sub(args[0], args[1])
+
+    return x(x, y), codegen
+
+
+@intrinsic
+def vmax(typingctx, x, y):
+    """Lanewise signed maximum."""
+
+    def codegen(context, builder, sig, args):
+        return builder.select(builder.icmp_signed(">", args[0], args[1]), args[0], args[1])
+
+    return x(x, y), codegen
+
+
+@intrinsic
+def vany_gt(typingctx, x, y):
+    """Whether ``x > y`` in some lane."""
+
+    def codegen(context, builder, sig, args):
+        bits = builder.bitcast(builder.icmp_signed(">", args[0], args[1]), ir.IntType(x.count))
+        return builder.icmp_unsigned("!=", bits, ir.Constant(ir.IntType(x.count), 0))
+
+    return types.boolean(x, y), codegen
+
+
+@intrinsic
+def vshift_in(typingctx, v, x):
+    """Lane ``l - 1`` of ``v`` moves to lane ``l``; ``x`` enters lane 0."""
+
+    def codegen(context, builder, sig, args):
+        first = _splat(builder, v, context.cast(builder, args[1], x, v.dtype))
+        mask = [v.count] + list(range(v.count - 1))  # index count: lane 0 of ``first``
+        return builder.shuffle_vector(args[0], first, _i32s(mask))
+
+    return v(v, x), codegen
+
+
+@intrinsic
+def vhmax(typingctx, v):
+    """The largest lane."""
+
+    def codegen(context, builder, sig, args):
+        lt = _ltype(v)
+        name = f"llvm.vector.reduce.smax.v{v.count}i{v.dtype.bitwidth}"
+        fn = builder.module.declare_intrinsic(name, fnty=ir.FunctionType(lt.element, [lt]))
+        return builder.call(fn, [args[0]])
+
+    return v.dtype(v), codegen
+
+
+# ---- the kernel ------------------------------------------------------------------------------
+
+
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
-def _striped(a, n, b, m, mat, go, ge, zero, neg, limit, L):
-    """``(ok, score, end_i, end_j)`` in lanes of ``type(zero)``; ok False: a column maximum
-    passed ``limit``."""
+def _striped(a, n, b, m, mat, go, ge, zero, neg, limit, p):
+    """``(ok, score, end_i, end_j)`` in lanes of ``type(zero)``, as many as ``p`` (a vector)
+    has; ok False: a column maximum passed ``limit``."""
     dt = type(zero)
-    RL = _R * L
+    L = _count(p)
     seg = max(1, (n + L - 1) // L)
     w = seg * L
-    prof = np.empty(mat.shape[0] * w, dt)  # [A, seg, L]
+    # one buffer from a 64-byte line (each part then starts on a whole vector): the [A, seg, L]
+    # profile, H of two columns ([2, seg, L]: the previous one and this one), E into the next
+    # column ([seg, L]) and the main loop's F into segment s + 1 ([seg + 1, L], row 0 unused)
+    buf = np.empty((mat.shape[0] + 4) * w + L + 64, dt)
+    base = ((-buf.ctypes.data) % 64) // buf.itemsize
     for c in range(mat.shape[0]):
         for s in range(seg):
             for lane in range(L):
-                p = lane * seg + s
-                prof[c * w + s * L + lane] = mat[a[p], c] if p < n else neg
-    ws = np.zeros((seg + 2) * RL, dt)  # [seg + 2, _R, L]: segment s in row s + 1
-    for s in range(1, seg + 1):
-        for lane in range(L):
-            ws[s * RL + _E * L + lane] = neg
+                q = lane * seg + s
+                buf[base + c * w + s * L + lane] = mat[a[q], c] if q < n else neg
+    hbase = base + mat.shape[0] * w
+    buf[hbase : hbase + 2 * w] = zero
+    ebase = hbase + 2 * w
+    buf[ebase : ebase + w] = neg
+    fbase = ebase + w
+    vzero, vneg = vsplat(zero, p), vsplat(neg, p)
+    vgo, vge = vsplat(go, p), vsplat(ge, p)
     best, bi, bj = 0, 0, 0
+    vthr = vsplat(zero, p)  # a column reaching vthr + 1 = max(best, 1) is looked at
+    hp, hc = hbase, hbase + w  # offsets of the previous column's H and this one's
+    last = w - L
     for j in range(1, m + 1):
-        pb = np.int64(b[j - 1]) * w
-        if j & 1:
-            cm = _column(ws, prof, pb, seg, dt(go), dt(ge), zero, neg, L, _HB, _HA)
-        else:
-            cm = _column(ws, prof, pb, seg, dt(go), dt(ge), zero, neg, L, _HA, _HB)
-        if cm > limit:
-            return False, 0, 0, 0
-        if cm > 0 and cm >= best:
-            cur = _HA if j & 1 else _HB
-            for p in range(n):
-                if ws[(p % seg + 1) * RL + cur * L + p // seg] == cm:
-                    if cm > best or p + 1 < bi:
-                        best, bi, bj = cm, p + 1, j
-                    break
+        pb = base + np.int64(b[j - 1]) * w
+        vh = vshift_in(vload(buf, hp + last, p), zero)  # diagonal of segment 0
+        vf = vneg
+        vm = vzero
+        for s in range(seg):
+            o = s * L
+            ve = vload(buf, ebase + o, p)
+            vh = vmax(vmax(vmax(vadd(vh, vload(buf, pb + o, p)), ve), vf), vzero)
+            vm = vmax(vm, vh)
+            vstore(buf, hc + o, vh)
+            g = vsub(vh, vgo)
+            vstore(buf, ebase + o, vmax(vsub(ve, vge), g))
+            vf = vmax(vsub(vf, vge), g)
+            vstore(buf, fbase + o + L, vf)
+            vh = vload(buf, hp + o, p)  # the next segment's diagonal
+        # lazy F: lane l - 1's outgoing F enters lane l at segment 0, and goes on down while,
+        # in some lane, it beats both 0 and the F the main loop used at the next segment
+        vf = vshift_in(vf, neg)
+        s = 0
+        while True:
+            o = s * L
+            hold = vload(buf, hc + o, p)
+            h = vmax(hold, vf)
+            vstore(buf, hc + o, h)
+            vstore(buf, ebase + o, vmax(vload(buf, ebase + o, p), vsub(h, vgo)))
+            vf = vsub(vf, vge)
+            if not vany_gt(vf, vmax(vload(buf, fbase + o + L, p), vzero)):
+                break
+            s += 1
+            if s == seg:
+                s = 0
+                vf = vshift_in(vf, neg)
+        if vany_gt(vm, vthr):
+            cm = vhmax(vm)
+            if cm > limit:
+                return False, 0, 0, 0
+            row = _first_row(buf, hc, cm, n, seg, L)
+            if cm > best or row < bi:
+                best, bi, bj = cm, row, j
+                vthr = vsplat(best - 1, p)
+        hp, hc = hc, hp
     return True, best, bi, bj
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
-def _column(ws, prof, pb, seg, go, ge, zero, neg, L, P, C):
-    """One column of b: H from field ``P`` (previous column) to field ``C``; returns the
-    column maximum. ``P`` and ``C`` are constants in each inlined copy, so that every address
-    of the lane loops is the row's base plus a constant."""
-    dt = type(zero)
-    RL = _R * L
-    fin = (seg + 1) * RL
-    ws[P * L] = zero  # row 0: the diagonal of segment 0, lane l - 1's last H
-    for lane in range(1, L):
-        ws[P * L + lane] = ws[seg * RL + P * L + lane - 1]
+def _first_row(buf, hc, cm, n, seg, L):
+    """The 1-based row of the first cell holding ``cm`` in the column at ``hc`` (row q is lane
+    ``q // seg``, segment ``q % seg``, so lane-major order is row order)."""
     for lane in range(L):
-        ws[RL + _F * L + lane] = neg
-        ws[RL + _M * L + lane] = zero
-    for s in range(seg):
-        o = (s + 1) * RL
-        po = pb + s * L
-        for lane in range(L):
-            d = ws[np.uint64(o - RL + P * L + lane)]
-            ev = ws[np.uint64(o + _E * L + lane)]
-            fv = ws[np.uint64(o + _F * L + lane)]
-            mv = ws[np.uint64(o + _M * L + lane)]
-            h = max(max(max(dt(d + prof[np.uint64(po + lane)]), ev), fv), zero)
-            ws[np.uint64(o + C * L + lane)] = h
-            g = dt(h - go)
-            ws[np.uint64(o + _E * L + lane)] = max(dt(ev - ge), g)
-            ws[np.uint64(o + RL + _F * L + lane)] = max(dt(fv - ge), g)
-            ws[np.uint64(o + RL + _M * L + lane)] = max(mv, h)
-    cm = zero
-    for lane in range(L):
-        cm = max(cm, ws[fin + _M * L + lane])
-    # lazy F: lane l - 1's outgoing F enters lane l at segment 0 until extending no longer
-    # beats H_old - go in any lane
-    _shift_f(ws, fin, neg, L)
-    s = 0
-    while True:
-        o = (s + 1) * RL
-        more = np.int32(-1)
-        for lane in range(L):
-            fv = ws[np.uint64(fin + _F * L + lane)]
-            hold = ws[np.uint64(o + C * L + lane)]
-            h = max(hold, fv)
-            ws[np.uint64(o + C * L + lane)] = h
-            e_at = np.uint64(o + _E * L + lane)
-            ws[e_at] = max(ws[e_at], dt(h - go))
-            fv = dt(fv - ge)
-            ws[np.uint64(fin + _F * L + lane)] = fv
-            more = max(more, np.int32(np.int32(fv) + np.int32(go) - np.int32(hold)))
-        if more <= 0:
-            return cm
-        s += 1
-        if s == seg:
-            s = 0
-            _shift_f(ws, fin, neg, L)
+        for s in range(seg):
+            q = lane * seg + s
+            if q >= n:
+                return n + 1
+            if buf[hc + s * L + lane] == cm:
+                return q + 1
+    return n + 1
 
 
-@njit(cache=True, nogil=True, error_model="numpy", boundscheck=False, inline="always")
-def _shift_f(ws, fin, neg, L):
-    """Lane l - 1's outgoing F becomes lane l's incoming one (lane 0: none)."""
-    for lane in range(L - 1, 0, -1):
-        ws[fin + _F * L + lane] = ws[fin + _F * L + lane - 1]
-    ws[fin + _F * L] = neg
+@intrinsic
+def _count(typingctx, v):
+    """The lane count of ``v`` (a constant)."""
+
+    def codegen(context, builder, sig, args):
+        return ir.Constant(ir.IntType(64), v.count)
+
+    return types.intp(v), codegen
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def _striped16x16(a, n, b, m, mat, go, ge):
-    return _striped(a, n, b, m, mat, go, ge, np.int16(0), np.int16(NEG16), LIMIT16, 16)
+    return _striped(a, n, b, m, mat, go, ge, np.int16(0), np.int16(NEG16), LIMIT16, _p16x16())
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def _striped16x32(a, n, b, m, mat, go, ge):
-    return _striped(a, n, b, m, mat, go, ge, np.int16(0), np.int16(NEG16), LIMIT16, 32)
+    return _striped(a, n, b, m, mat, go, ge, np.int16(0), np.int16(NEG16), LIMIT16, _p16x32())
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 def _striped32x16(a, n, b, m, mat, go, ge):
-    return _striped(a, n, b, m, mat, go, ge, np.int32(0), np.int32(NEG), SCAN_LIMIT, 16)
+    return _striped(a, n, b, m, mat, go, ge, np.int32(0), np.int32(NEG), SCAN_LIMIT, _p32x16())
 
 
 @njit(cache=True, nogil=True)
