@@ -164,7 +164,7 @@ def compile_cold(mode: str, *, workers: int | None = None) -> CompileReport | No
     if not entries:
         return None
     pending = _pending(entries, _closure(entries, mode))
-    n = min(workers or min(_cores(), MAX_WORKERS), len(pending))
+    n = min(workers or _cores(), MAX_WORKERS, len(pending))
     if n < 2:
         return None
     start = time.perf_counter()

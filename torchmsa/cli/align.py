@@ -207,14 +207,15 @@ def run(args) -> int:
 
 def _compile_first(args, source, config) -> None:
     """numba's cache is empty: the functions of the mode this input runs in compile on every
-    core first (:mod:`torchmsa.compile_plan`)."""
+    core first, or on ``--threads`` processes (:mod:`torchmsa.compile_plan`)."""
     from torchmsa.compile_plan import compile_cold
     from torchmsa.config import AlignConfig
     from torchmsa.pipeline.modes import resolve_mode
 
     longest = max((len(r.seq) for r in source), default=0)
     auto = (config or AlignConfig()).auto
-    report = compile_cold(resolve_mode(args.mode or "auto", len(source), longest, config=auto))
+    mode = resolve_mode(args.mode or "auto", len(source), longest, config=auto)
+    report = compile_cold(mode, workers=args.threads)
     if report is not None and args.verbose:
         print(f"torchmsa: {report.summary()}", file=sys.stderr)
 
