@@ -36,7 +36,7 @@ __all__ = ["PLAN", "PlanEntry", "CompileReport", "load_plan", "cold", "compile_c
 
 PLAN = Path(__file__).with_name("data") / "compile_plan.json"
 MAX_WORKERS = 16  # more buys nothing: the longest chain of compiles sets the time
-DEADLINE_S = 600.0  # workers still busy then are stopped; the align compiles what is left
+DEADLINE_S = 300.0  # workers still busy then are stopped; the align compiles what is left
 
 
 @dataclass(frozen=True)
@@ -253,7 +253,11 @@ def _schedule(entries, pending, n, ctx) -> tuple[int, int, list[str]]:
 
 
 def _worker(conn, entries: list[PlanEntry]) -> None:
-    """A worker: compiles the entries it is sent, answering ``None`` or an error's text."""
+    """A worker: compiles the entries it is sent, answering ``None`` or an error's text.
+    Ctrl-C is the parent's to handle (it stops the workers): no traceback from each."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             i = conn.recv()
