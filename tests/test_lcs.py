@@ -157,3 +157,94 @@ def test_cli_tree_lcs(tmp_path, capsys):
     assert {k: v.replace("-", "") for k, v in rows.items()} == seqs
     want = torchmsa.align(seqs, device="cpu", tree="lcs")
     assert nwk.read_text().strip() == want.tree.newick()
+
+
+# ---- the lane routine (torchmsa/cpu/lcs.py lanes_lcs): LANES pairs at once -------------------
+
+AWKWARD = (0, 1, 63, 64, 65, 127, 128, 129, 300)
+
+
+def row_lcs(a, b) -> int:
+    """The plain DP a row at a time: ``d[i + 1] = cummax(max(d[i][1:], d[i][:-1] + (a[i] ==
+    b)))``, which is the recurrence above with the left neighbour's max unrolled."""
+    b = np.asarray(b)
+    prev = np.zeros(len(b) + 1, np.int64)
+    for x in a:
+        cand = np.maximum(prev[1:], prev[:-1] + (b == x))
+        prev = np.concatenate([[0], np.maximum.accumulate(cand)])
+    return int(prev[-1])
+
+
+def scalar_matrix(codes, lens) -> np.ndarray:
+    c, n = cpu_lcs.host_inputs(codes, lens)
+    masks = cpu_lcs.lcs_masks(c, n)
+    v = np.empty(masks.shape[2], np.uint64)
+    return np.array(
+        [
+            [cpu_lcs.pair_lcs(masks[i], n[i], c[j], n[j], v) for j in range(len(n))]
+            for i in range(len(n))
+        ]
+    )
+
+
+def test_row_oracle_is_the_plain_dp():
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        a, b = rng.integers(0, 3, rng.integers(0, 20)), rng.integers(0, 3, rng.integers(0, 20))
+        assert row_lcs(a, b) == plain_lcs(a.tolist(), b.tolist())
+
+
+@pytest.mark.parametrize("n_codes", [2, 4, 24])
+def test_lanes_awkward_lengths_equal_plain_dp_and_pair_lcs(n_codes):
+    # 21 sequences: a group of LANES and a partial one, lengths on every word edge
+    codes, lens = random_codes(n_codes, 21, 300, n_codes, AWKWARD)
+    got = cpu_lcs.lcs_lengths(codes, lens).numpy()
+    assert np.array_equal(got, scalar_matrix(codes, lens))
+    rows = [codes[i, : lens[i]].numpy() for i in range(len(lens))]
+    for i in range(len(rows)):
+        for j in range(i):
+            assert got[i, j] == got[j, i] == row_lcs(rows[i], rows[j]), (i, j)
+
+
+@pytest.mark.parametrize("width", [1, 64, 129, 256, 300, 383, 449, 520], ids=lambda w: f"L{w}")
+def test_lanes_word_blocks(width):
+    # groups whose longest sequence needs 1 to 9 words: one block of 1-4 words, or blocks of
+    # four chained by their carries with a last one of 1-4
+    rng = np.random.default_rng(width)
+    n = 2 * cpu_lcs.LANES + 3
+    lens = np.concatenate([[width] * 5, rng.integers(max(0, width - 70), width + 1, n - 5)])
+    rng.shuffle(lens)
+    codes = torch.from_numpy(rng.integers(0, 4, (n, width)).astype(np.uint8))
+    lens = torch.from_numpy(lens.astype(np.int64))
+    got = cpu_lcs.lcs_lengths(codes, lens).numpy()
+    assert np.array_equal(got, scalar_matrix(codes, lens))
+    for i, j in [(0, 1), (2, n - 1), (n - 2, 3)]:
+        a, b = codes[i, : lens[i]].numpy(), codes[j, : lens[j]].numpy()
+        assert got[i, j] == row_lcs(a, b)
+
+
+def test_lanes_edge_counts():
+    codes, lens = random_codes(0, 0, 70, 3)
+    assert cpu_lcs.lcs_lengths(codes, lens).shape == (0, 0)
+    for n in (1, 2, cpu_lcs.LANES - 1, cpu_lcs.LANES, cpu_lcs.LANES + 1):
+        codes, lens = random_codes(n, n, 70, 3, (0, 65, 1))
+        assert torch.equal(cpu_lcs.lcs_lengths(codes, lens), brute(codes, lens)), n
+
+
+def test_rows_and_blocks_equal_the_full_matrix():
+    from torchmsa.cpu.lcs_rows import lcs_block, lcs_rows
+
+    codes, lens = random_codes(5, 37, 150, 5, AWKWARD[:8])
+    c, n = cpu_lcs.host_inputs(codes, lens)
+    masks = cpu_lcs.lcs_masks(c, n)
+    full = cpu_lcs.lcs_lengths(codes, lens).numpy()
+    for r0, r1 in [(0, 1), (0, 2), (0, 37), (5, 9), (16, 33), (17, 18), (36, 37)]:
+        got = lcs_rows(c, n, masks, r0, r1)
+        want = np.tril(full[r0:r1, :r1], k=r0 - 1)  # columns from r0 + t on stay 0
+        assert got.dtype == np.int32 and np.array_equal(got, want), (r0, r1)
+    rng = np.random.default_rng(3)
+    for na, nb in [(1, 1), (1, 20), (20, 1), (3, 17), (17, 3), (40, 40), (0, 5), (5, 0)]:
+        ia, ib = rng.integers(0, 37, na), rng.integers(0, 37, nb)
+        got = lcs_block(c, n, masks, ia, ib)
+        assert got.dtype == np.int64 and got.shape == (na, nb)
+        assert np.array_equal(got, full[np.ix_(ia, ib)]), (na, nb)

@@ -7,9 +7,9 @@ segment s to s + 1 inside each lane. E (gaps in a) comes from the previous colum
 Residues past n score the lane type's ``neg`` (their H never passes the real rows' maximum,
 and only real rows are scanned for the end cell).
 
-**Lane vectors.** The lanes are LLVM vector values (:class:`Vec`, ``<L x i16>`` or
-``<L x i32>``) made and combined by small numba intrinsics (:func:`vload`, :func:`vmax`,
-:func:`vshift_in`, ...), so the diagonal H, F and the column maximum stay in registers from
+**Lane vectors.** The lanes are LLVM vector values (``<L x i16>`` or ``<L x i32>``) made and
+combined by the small numba intrinsics of :mod:`torchmsa.cpu.vec` (``vload``, ``vmax``,
+``vshift_in``, ...), so the diagonal H, F and the column maximum stay in registers from
 segment to segment: the segment loop compiles to about ten vector instructions and five
 memory accesses per segment, with no alias checks and no store-to-load chain (the lane loops
 of plain numba code were vectorised only over a workspace, the carried vectors going through
@@ -40,11 +40,12 @@ Measured in decision 0054 (about 3x the plain-numba striped kernel on one core).
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic, models, register_model
 
 from torchmsa.constants import NEG, SCAN_LIMIT
+from torchmsa.cpu.vec import lane_count as _count
+from torchmsa.cpu.vec import lanes as _proto
+from torchmsa.cpu.vec import vadd, vany_gt, vhmax, vload, vmax, vshift_in, vsplat, vstore, vsub
 
 NEG16 = -(1 << 13)
 LIMIT16 = 32000
@@ -68,158 +69,11 @@ def fits16(n, mat_max, go, ge):
     return go >= ge >= 0 and (n + 64) * ge + go < 8000 and mat_max < 700
 
 
-# ---- lane vectors: LLVM vector values, kept in registers across the segment loop -----------
-
-
-class Vec(types.Type):
-    """``count`` lanes of the integer type ``dtype``, an LLVM ``<count x iN>`` value."""
-
-    def __init__(self, dtype, count):
-        self.dtype, self.count = dtype, count
-        super().__init__(name=f"Vec({dtype}x{count})")
-
-
-@register_model(Vec)
-class _VecModel(models.PrimitiveModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, _ltype(fe_type))
-
-
-def _ltype(vt):
-    return ir.VectorType(ir.IntType(vt.dtype.bitwidth), vt.count)
-
-
-def _i32s(values):
-    return ir.Constant(ir.VectorType(ir.IntType(32), len(values)), list(values))
-
-
-def _proto(dtype, count):
-    """An intrinsic returning a zero vector of ``count`` x ``dtype``: its type picks the width."""
-    vt = Vec(dtype, count)
-
-    @intrinsic
-    def proto(typingctx):
-        def codegen(context, builder, sig, args):
-            return ir.Constant(_ltype(vt), None)
-
-        return vt(), codegen
-
-    return proto
-
+# ---- lane vectors (torchmsa.cpu.vec): LLVM vector values, kept in registers ----------------
 
 _p16x16 = _proto(types.int16, 16)
 _p16x32 = _proto(types.int16, 32)
 _p32x16 = _proto(types.int32, 16)
-
-
-def _splat(builder, vt, x):
-    lt = _ltype(vt)
-    one = builder.insert_element(ir.Constant(lt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-    return builder.shuffle_vector(one, ir.Constant(lt, ir.Undefined), _i32s([0] * vt.count))
-
-
-@intrinsic
-def vsplat(typingctx, x, proto):
-    """``x`` (cast to the lane type) in every lane."""
-
-    def codegen(context, builder, sig, args):
-        return _splat(builder, proto, context.cast(builder, args[0], x, proto.dtype))
-
-    return proto(x, proto), codegen
-
-
-def _lane_ptr(context, builder, arr, ary, idx, vt):
-    data = context.make_array(arr)(context, builder, ary).data
-    return builder.bitcast(builder.gep(data, [idx]), _ltype(vt).as_pointer())
-
-
-@intrinsic
-def vload(typingctx, arr, idx, proto):
-    """``arr[idx : idx + count]`` (no bounds check, unaligned)."""
-
-    def codegen(context, builder, sig, args):
-        ptr = _lane_ptr(context, builder, arr, args[0], args[1], proto)
-        return builder.load(ptr, align=proto.dtype.bitwidth // 8)
-
-    return proto(arr, idx, proto), codegen
-
-
-@intrinsic
-def vstore(typingctx, arr, idx, v):
-    """``arr[idx : idx + count] = v`` (no bounds check, unaligned)."""
-
-    def codegen(context, builder, sig, args):
-        ptr = _lane_ptr(context, builder, arr, args[0], args[1], v)
-        builder.store(args[2], ptr, align=v.dtype.bitwidth // 8)
-        return context.get_dummy_value()
-
-    return types.none(arr, idx, v), codegen
-
-
-@intrinsic
-def vadd(typingctx, x, y):
-    """Lanewise ``x + y`` (wrapping: the callers keep the lanes in range)."""
-
-    def codegen(context, builder, sig, args):
-        return builder.add(args[0], args[1])
-
-    return x(x, y), codegen
-
-
-@intrinsic
-def vsub(typingctx, x, y):
-    """Lanewise ``x - y`` (wrapping: the callers keep the lanes in range)."""
-
-    def codegen(context, builder, sig, args):
-        return builder.sub(args[0], args[1])
-
-    return x(x, y), codegen
-
-
-@intrinsic
-def vmax(typingctx, x, y):
-    """Lanewise signed maximum."""
-
-    def codegen(context, builder, sig, args):
-        return builder.select(builder.icmp_signed(">", args[0], args[1]), args[0], args[1])
-
-    return x(x, y), codegen
-
-
-@intrinsic
-def vany_gt(typingctx, x, y):
-    """Whether ``x > y`` in some lane."""
-
-    def codegen(context, builder, sig, args):
-        bits = builder.bitcast(builder.icmp_signed(">", args[0], args[1]), ir.IntType(x.count))
-        return builder.icmp_unsigned("!=", bits, ir.Constant(ir.IntType(x.count), 0))
-
-    return types.boolean(x, y), codegen
-
-
-@intrinsic
-def vshift_in(typingctx, v, x):
-    """Lane ``l - 1`` of ``v`` moves to lane ``l``; ``x`` enters lane 0."""
-
-    def codegen(context, builder, sig, args):
-        first = _splat(builder, v, context.cast(builder, args[1], x, v.dtype))
-        mask = [v.count] + list(range(v.count - 1))  # index count: lane 0 of ``first``
-        return builder.shuffle_vector(args[0], first, _i32s(mask))
-
-    return v(v, x), codegen
-
-
-@intrinsic
-def vhmax(typingctx, v):
-    """The largest lane."""
-
-    def codegen(context, builder, sig, args):
-        lt = _ltype(v)
-        name = f"llvm.vector.reduce.smax.v{v.count}i{v.dtype.bitwidth}"
-        fn = builder.module.declare_intrinsic(name, fnty=ir.FunctionType(lt.element, [lt]))
-        return builder.call(fn, [args[0]])
-
-    return v.dtype(v), codegen
 
 
 # ---- the kernel ------------------------------------------------------------------------------
@@ -311,16 +165,6 @@ def _first_row(buf, hc, cm, n, seg, L):
             if buf[hc + s * L + lane] == cm:
                 return q + 1
     return n + 1
-
-
-@intrinsic
-def _count(typingctx, v):
-    """The lane count of ``v`` (a constant)."""
-
-    def codegen(context, builder, sig, args):
-        return ir.Constant(ir.IntType(64), v.count)
-
-    return types.intp(v), codegen
 
 
 @njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
