@@ -2,9 +2,9 @@
 
 * ``torchmsa/constants.py`` imports nothing.
 * ``torchmsa/cpu/*`` and ``triton_kernels/*`` (``torchmsa._triton``) import only the standard
-  library, numpy, numba, triton, torch, ``torchmsa.constants``, ``torchmsa.errors`` and their own
-  package, wherever the import stands (inside functions too): they never import each other,
-  nor ``ops/`` or anything above.
+  library, numpy, numba (and llvmlite, its IR builder, for numba intrinsics), triton, torch,
+  ``torchmsa.constants``, ``torchmsa.errors`` and their own package, wherever the import
+  stands (inside functions too): they never import each other, nor ``ops/`` or anything above.
 * ``torchmsa/ops/*`` imports, of torchmsa, only ``ops``, ``cpu``, ``_triton``, ``constants``,
   ``errors``, ``config``, ``alphabet``, ``scoring`` and ``sequences``.
 * Top-level imports between torchmsa modules form no cycle; neither do all imports, those
@@ -25,7 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"torchmsa": ROOT / "torchmsa", "torchmsa._triton": ROOT / "triton_kernels"}
-LOW_THIRD_PARTY = {"numpy", "numba", "triton", "torch"}
+LOW_THIRD_PARTY = {"numpy", "numba", "llvmlite", "triton", "torch"}
 LOW_SHARED = {"torchmsa.constants", "torchmsa.errors"}
 OPS_MAY_USE = {
     "torchmsa.ops",
