@@ -65,10 +65,10 @@ def test_nothing_runs_when_turned_off_or_warm(monkeypatch):
     assert compile_plan.cold() is False
     assert compile_plan.compile_cold("default") is None
     monkeypatch.setenv("TORCHMSA_COMPILE_AHEAD", "1")
-    monkeypatch.setattr(compile_plan, "_cores", lambda: 1)  # one core: nothing to share
+    monkeypatch.setattr(compile_plan, "usable_cores", lambda: 1)  # one core: nothing to share
     assert compile_plan.cold() is False
     assert compile_plan.compile_cold("default") is None
-    monkeypatch.setattr(compile_plan, "_cores", lambda: 2)
+    monkeypatch.setattr(compile_plan, "usable_cores", lambda: 2)
     monkeypatch.setattr(compile_plan, "_pending", lambda entries, ids: [0, 1, 2])
     assert compile_plan.compile_cold("default", workers=1) is None  # --threads 1: one process
     monkeypatch.setattr(compile_plan, "_pending", lambda entries, ids: [])  # a warm cache

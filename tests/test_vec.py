@@ -20,11 +20,9 @@ def _ops(x, y, out):
     vec.vstore(out, 24, vec.vor(a, b))
     vec.vstore(out, 32, vec.vxor(a, b))
     vec.vstore(out, 40, vec.vandnot(a, b))
-    vec.vstore(out, 48, vec.vnot(a))
-    vec.vstore(out, 56, vec.vshr(a, 63))
-    vec.vstore(out, 64, vec.vult(a, b))
-    vec.vstore(out, 72, vec.vpopcount(a))
-    vec.vstore(out, 80, vec.vsplat(np.uint64(7), p))
+    vec.vstore(out, 48, vec.vshr(a, 63))
+    vec.vstore(out, 56, vec.vpopcount(a))
+    vec.vstore(out, 64, vec.vsplat(np.uint64(7), p))
     return vec.lane_count(p)
 
 
@@ -35,9 +33,9 @@ def test_uint64_lane_ops_equal_numpy():
     y = rng.integers(0, top, 8, dtype=np.uint64, endpoint=True)
     x[:3] = [top, 0, 1 << 63]
     y[:3] = [1, 0, 1 << 63]  # wrapping sums
-    out = np.zeros(88, np.uint64)
+    out = np.zeros(72, np.uint64)
     assert _ops(x, y, out) == 8
     with np.errstate(over="ignore"):
-        want = [x + y, x - y, x & y, x | y, x ^ y, x & ~y, ~x, x >> np.uint64(63)]
-    want += [(x < y).astype(np.uint64), [bin(int(v)).count("1") for v in x], [7] * 8]
+        want = [x + y, x - y, x & y, x | y, x ^ y, x & ~y, x >> np.uint64(63)]
+    want += [[bin(int(v)).count("1") for v in x], [7] * 8]
     assert np.array_equal(out, np.concatenate([np.asarray(w, np.uint64) for w in want]))

@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchmsa.runtime import usable_cores
+
 __all__ = ["PLAN", "PlanEntry", "CompileReport", "load_plan", "cold", "compile_cold", "record"]
 
 PLAN = Path(__file__).with_name("data") / "compile_plan.json"
@@ -125,15 +127,8 @@ def _pending(entries: list[PlanEntry], ids: list[int]) -> list[int]:
     return out
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _applies() -> bool:
-    if os.environ.get("TORCHMSA_COMPILE_AHEAD", "1") == "0" or _cores() < 2:
+    if os.environ.get("TORCHMSA_COMPILE_AHEAD", "1") == "0" or usable_cores() < 2:
         return False
     import multiprocessing
 
@@ -164,7 +159,7 @@ def compile_cold(mode: str, *, workers: int | None = None) -> CompileReport | No
     if not entries:
         return None
     pending = _pending(entries, _closure(entries, mode))
-    n = min(workers or _cores(), MAX_WORKERS, len(pending))
+    n = min(workers or usable_cores(), MAX_WORKERS, len(pending))
     if n < 2:
         return None
     start = time.perf_counter()

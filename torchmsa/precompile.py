@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from torchmsa.runtime import usable_cores
+
 __all__ = [
     "TaskReport", "WarmupReport", "warmup", "TASKS", "triton_build_counter", "numba_compiled",
 ]  # fmt: skip
@@ -358,7 +360,7 @@ def warmup(
             )
     if jobs is not None and jobs < 1:
         raise ArgumentError(f"Invalid value for `jobs` argument: {jobs!r}; use 1 or more")
-    jobs = min(jobs or _cores(), max(1, len(names)))
+    jobs = min(jobs or usable_cores(), max(1, len(names)))
     # on few cores the core goes first, alone on the CPU side: every other CPU task calls its
     # functions and would compile them again beside it (the GPU tasks compile beside it); with
     # a core for most tasks that costs no wall time and everything starts at once
@@ -403,14 +405,6 @@ def _failed(names: list[str], exc: BaseException) -> Exception:
         f"warm-up task {', '.join(map(repr, names))} failed: {type(exc).__name__}: {what}; "
         f"rerun with --jobs 1 --task NAME to see it alone"
     )
-
-
-def _cores() -> int:
-    """CPU cores this process may use (its affinity, not the machine's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _cache_folders() -> tuple[str, str]:

@@ -35,7 +35,9 @@ import os
 import sys
 import threading
 
-__all__ = ["SAFE_LAYER", "configure", "describe", "parallel_section", "in_forked_child"]
+__all__ = [
+    "SAFE_LAYER", "configure", "describe", "parallel_section", "in_forked_child", "usable_cores",
+]  # fmt: skip
 
 SAFE_LAYER = "forksafe"
 
@@ -123,6 +125,14 @@ def _after_fork_in_child() -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
+
+
+def usable_cores() -> int:
+    """CPU cores this process may use (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return os.cpu_count() or 1
 
 
 def in_forked_child() -> bool:

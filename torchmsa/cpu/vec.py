@@ -8,8 +8,8 @@ and unchecked: the callers keep ``idx .. idx + count`` inside the array.
 
 Signed lanes: :func:`vmax`, :func:`vany_gt`, :func:`vhmax` (the striped local kernel,
 :mod:`torchmsa.cpu.dp_long`). Bitwise and unsigned lanes: :func:`vand`, :func:`vor`,
-:func:`vxor`, :func:`vnot`, :func:`vandnot`, :func:`vshr` (logical), :func:`vult`,
-:func:`vpopcount` (``llvm.ctpop``) (the bit-parallel LCS, :mod:`torchmsa.cpu.lcs`).
+:func:`vxor`, :func:`vandnot`, :func:`vshr` (logical), :func:`vpopcount` (``llvm.ctpop``)
+(the bit-parallel LCS, :mod:`torchmsa.cpu.lcs`).
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ __all__ = [
     "vand",
     "vor",
     "vxor",
-    "vnot",
     "vandnot",
     "vshr",
-    "vult",
     "vpopcount",
 ]
 
@@ -132,6 +130,14 @@ def vstore(typingctx, arr, idx, v):
     return types.none(arr, idx, v), codegen
 
 
+def _llvm_call(builder, intrinsic_name, vt, returns, value):
+    """A call of the LLVM intrinsic ``intrinsic_name`` overloaded on ``vt``'s vector type."""
+    lt = _ltype(vt)
+    name = f"{intrinsic_name}.v{vt.count}i{vt.dtype.bitwidth}"
+    fn = builder.module.declare_intrinsic(name, fnty=ir.FunctionType(returns, [lt]))
+    return builder.call(fn, [value])
+
+
 def _binary(op, doc):
     @intrinsic
     def fn(typingctx, x, y):
@@ -151,20 +157,6 @@ vand = _binary(lambda b, x, y: b.and_(x, y), "Lanewise ``x & y``.")
 vor = _binary(lambda b, x, y: b.or_(x, y), "Lanewise ``x | y``.")
 vxor = _binary(lambda b, x, y: b.xor(x, y), "Lanewise ``x ^ y``.")
 vandnot = _binary(lambda b, x, y: b.and_(x, b.not_(y)), "Lanewise ``x & ~y``.")
-vult = _binary(
-    lambda b, x, y: b.zext(b.icmp_unsigned("<", x, y), x.type),
-    "Lanewise unsigned ``x < y`` as 1 or 0 in the lane type.",
-)
-
-
-@intrinsic
-def vnot(typingctx, x):
-    """Lanewise ``~x``."""
-
-    def codegen(context, builder, sig, args):
-        return builder.not_(args[0])
-
-    return x(x), codegen
 
 
 @intrinsic
@@ -182,10 +174,7 @@ def vpopcount(typingctx, x):
     """Lanewise count of set bits (``llvm.ctpop``)."""
 
     def codegen(context, builder, sig, args):
-        lt = _ltype(x)
-        name = f"llvm.ctpop.v{x.count}i{x.dtype.bitwidth}"
-        fn = builder.module.declare_intrinsic(name, fnty=ir.FunctionType(lt, [lt]))
-        return builder.call(fn, [args[0]])
+        return _llvm_call(builder, "llvm.ctpop", x, _ltype(x), args[0])
 
     return x(x), codegen
 
@@ -218,9 +207,6 @@ def vhmax(typingctx, v):
     """The largest lane (signed)."""
 
     def codegen(context, builder, sig, args):
-        lt = _ltype(v)
-        name = f"llvm.vector.reduce.smax.v{v.count}i{v.dtype.bitwidth}"
-        fn = builder.module.declare_intrinsic(name, fnty=ir.FunctionType(lt.element, [lt]))
-        return builder.call(fn, [args[0]])
+        return _llvm_call(builder, "llvm.vector.reduce.smax", v, _ltype(v).element, args[0])
 
     return v.dtype(v), codegen
