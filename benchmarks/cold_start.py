@@ -3,7 +3,7 @@ filled compile caches, beside the peers in fresh processes, same cases, same run
 
     python -m benchmarks.cold_start --cases DIR_OR_GLOB_OR_FILE ... [--limit N]
         [--mode default,accurate] [--device auto] [--threads 16] [--timeout S]
-        [--regimes cold,process-warm,in-process-warm,peers] [--peers mafft-linsi]
+        [--regimes cold,process-warm,in-process-warm,served,peers] [--peers mafft-linsi]
         [--cold-all] [--warmup] [--keep-caches] [--out DIR]
 
 ``--cases`` takes folders (their ``*.in.fasta`` and ``*.in.fasta.gz``), globs and files; a
@@ -28,6 +28,10 @@ Regimes, per ``--mode`` (each mode gets its own cache folders):
   ``torchmsa.align(case, mode=MODE, device=DEVICE, policy=ExecutionPolicy(threads=T))`` per
   case, CUDA synchronised on both ends. ``triton_built`` and ``numba_built``: the Triton
   kernels and numba overloads each case's untimed align compiled (after a warm-up: none).
+* ``served`` (issue #36, decision 0058): ``torchmsa daemon start`` on the filled caches, timed
+  as a process (a ``served-start`` row), then one fresh ``torchmsa align`` process per case,
+  which the warm server runs: what a user's second and later commands cost. The other regimes
+  run with ``TORCHMSA_DAEMON=off``: each of their processes computes by itself.
 * ``peers``: ``--peers`` (``benchmarks.peers`` names) per case with ``--threads`` threads, each
   a fresh process: command-line peers as :func:`benchmarks.peers.run_peer` runs them, pyfamsa in
   a child Python process timed whole. A peer that is not installed gives one ``note`` row.
@@ -80,7 +84,7 @@ from benchmarks.harness import (
 )
 from benchmarks.peers import PEERS, PeerFailed, peer_status, plain_fasta, run_peer
 
-REGIMES = ("cold", "process-warm", "in-process-warm", "peers")
+REGIMES = ("cold", "process-warm", "in-process-warm", "served", "peers")
 # peers that benchmarks.peers runs inside the calling process: here a child Python runs them
 IN_PROCESS_PEERS = {"famsa", "famsa-medoid"}
 _SUFFIXES = (".in.fasta.gz", ".in.fasta", ".fasta.gz", ".fasta", ".fa.gz", ".fa")
@@ -360,6 +364,7 @@ def torchmsa_rows(cases: list[Case], mode: str, args) -> list[dict]:
     root = args.work.parent / f"caches-{mode}"
     keep = args.keep_caches
     env = dict(os.environ) if keep else {**os.environ, **fresh_caches(root)}
+    env["TORCHMSA_DAEMON"] = "off"  # every process computes itself, but in `served`
     rows = []
     filled = "kept" if keep else ""
     if "cold" in args.regimes:
@@ -382,6 +387,40 @@ def torchmsa_rows(cases: list[Case], mode: str, args) -> list[dict]:
         rows.append(cli_row("process-warm", case, mode, env, args, filled))
     if "in-process-warm" in warm:
         rows += driver_rows(cases, mode, env, args, filled)
+    if "served" in args.regimes:
+        rows += served_rows(cases, mode, env, args, filled or "served start")
+    return rows
+
+
+def _served(folder: Path) -> int:
+    """Commands the servers whose logs are in ``folder`` have run."""
+    return sum(p.read_text().count("] align: status") for p in folder.glob("*.log"))
+
+
+def served_rows(cases: list[Case], mode: str, env: dict, args, caches: str) -> list[dict]:
+    """``torchmsa daemon start`` timed as a process (``served-start``), then one fresh
+    ``torchmsa align`` process per case that the warm server runs (``served``); a case the
+    server did not take (the caller ran it) says so in ``note``."""
+    folder = args.work.parent / f"d-{mode}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    served = {**env, "TORCHMSA_DAEMON": "auto", "TORCHMSA_DAEMON_DIR": str(folder)}
+    served["TORCHMSA_DAEMON_IDLE"] = "900"
+    argv = _torchmsa("daemon", "start", "--wait", str(args.timeout or 900))
+    wall, error, _ = run_process(argv, served, args.work, None)
+    start = _row("served-start", "torchmsa", mode, None, args, caches=caches, wall_s=wall)
+    start.update({"note": error} if error else {"ok": True})
+    _print(start)
+    rows = [start]
+    for case in cases if start["ok"] else ():
+        before = _served(folder)
+        row = cli_row("served", case, mode, served, args, caches)
+        deadline = time.monotonic() + 5  # the server logs a command after tidying up
+        while _served(folder) == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _served(folder) == before:
+            row["note"] = (row["note"] + "; " if row["note"] else "") + "ran in the caller"
+        rows.append(row)
+    run_process(_torchmsa("daemon", "stop"), served, args.work, 60)
     return rows
 
 

@@ -3,7 +3,8 @@
 ``TRITON_INTERPRET=1`` must be set before any ``@triton.jit`` kernel is defined, so it is set
 here, when pytest imports this file, and only when no CUDA GPU is usable: with a GPU the same
 tests run the compiled kernels. Tests marked ``gpu`` are skipped without CUDA. The command's
-compile-ahead process (``TORCHMSA_COMPILE_AHEAD``) is off: a test starts no detached process.
+compile-ahead process (``TORCHMSA_COMPILE_AHEAD``) and the warm server (``TORCHMSA_DAEMON``) are
+off: a test starts no detached process unless it turns one on for itself (``test_daemon.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import torch
 
 HAS_CUDA = torch.cuda.is_available()
 os.environ.setdefault("TORCHMSA_COMPILE_AHEAD", "0")
+os.environ["TORCHMSA_DAEMON"] = "off"
 if not HAS_CUDA:
     os.environ["TRITON_INTERPRET"] = "1"
 

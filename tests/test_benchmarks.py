@@ -319,7 +319,8 @@ def test_cold_start_times_fresh_processes_and_one_driver_on_tiny_cases(tmp_path)
     from benchmarks import cold_start
 
     _tiny_cases(tmp_path / "toy")
-    argv = ["--cases", str(tmp_path / "toy"), "--regimes", "process-warm,in-process-warm,peers"]
+    regimes = "process-warm,in-process-warm,served,peers"
+    argv = ["--cases", str(tmp_path / "toy"), "--regimes", regimes]
     argv += ["--mode", "default", "--device", "cpu", "--threads", "1", "--keep-caches"]
     argv += ["--bytecode", "as-is"]  # "cached" compiles torch first: minutes on two cores
     assert cold_start.main([*argv, "--out", str(tmp_path / "out")]) == 0
@@ -330,11 +331,16 @@ def test_cold_start_times_fresh_processes_and_one_driver_on_tiny_cases(tmp_path)
         ("process-warm", "T2", "3"),
         ("in-process-warm", "T1", "4"),
         ("in-process-warm", "T2", "3"),
+        ("served-start", "", ""),
+        ("served", "T1", "4"),
+        ("served", "T2", "3"),
     ]
     assert all(r["ok"] == "True" and float(r["wall_s"]) > 0 for r in cases), cases
+    assert not any(r["note"] for r in cases if r["regime"] == "served")  # the server ran them
     assert all(r["caches"] == "kept" and r["mode"] == "default" for r in cases)
     assert all(r["bytecode"] == "as-is" for r in rows)
-    assert [bool(r["sp"]) for r in cases] == [True, False, True, False]  # T1 has a reference
+    # T1 has a reference
+    assert [bool(r["sp"]) for r in cases] == [True, False, True, False, False, True, False]
     assert float(cases[2]["import_s"]) > 0 and float(cases[2]["first_pass_s"]) > 0
     peer = [r for r in rows if r["tool"] == "mafft-linsi" and r["scope"] == "case"]
     assert peer and (all(r["ok"] == "True" for r in peer) or "not installed" in peer[0]["note"])
@@ -342,6 +348,8 @@ def test_cold_start_times_fresh_processes_and_one_driver_on_tiny_cases(tmp_path)
     assert set(sums) == {
         ("process-warm", "torchmsa"),
         ("in-process-warm", "torchmsa"),
+        ("served-start", "torchmsa"),
+        ("served", "torchmsa"),
         ("peers", "mafft-linsi"),
     }
     warm = sums[("process-warm", "torchmsa")]

@@ -1,3 +1,5 @@
-from torchmsa.cli import exit_with, main
+import sys
 
-exit_with(main())
+from torchmsa.cli import exit_with, run_command
+
+exit_with(run_command(sys.argv[1:]))

@@ -14,7 +14,7 @@ from typing import NoReturn
 
 from torchmsa.errors import TorchMSAError
 
-__all__ = ["main", "build_parser", "exit_with", "allocator_default"]
+__all__ = ["main", "run_command", "caller_env", "build_parser", "exit_with", "allocator_default"]
 
 EXAMPLES = """examples:
   torchmsa align seqs.fasta -o aln.fasta
@@ -35,7 +35,7 @@ EXAMPLES = """examples:
 
 VERBS = (
     "align", "merge", "pairwise", "local", "score", "batch", "serve", "submit", "status", "fetch",
-    "warmup",
+    "warmup", "daemon",
 )  # fmt: skip
 
 
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ALLOCATOR = "expandable_segments:True"
+_CALLER_ENV: dict[str, str] = {}
 
 
 def allocator_default() -> None:
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors end here
         return exc.code if isinstance(exc.code, int) else 2
+    _CALLER_ENV.clear()
+    _CALLER_ENV.update(os.environ)
     allocator_default()
     if args.command is None:
         verbs = ", ".join((*VERBS, "view"))
@@ -133,5 +136,30 @@ def exit_with(status: int) -> NoReturn:
     sys.exit(status)
 
 
+def run_command(argv: list[str]) -> int:
+    """``torchmsa ARGV`` as the command's process runs it: on this environment's warm server
+    when one takes it, else here, after which a server is started for the next command
+    (``torchmsa/daemon``, decision 0058; ``TORCHMSA_DAEMON=off`` turns both off)."""
+    from torchmsa.daemon import client, where
+
+    env = dict(os.environ)
+    code = client.forward(argv, env)
+    if code is not None:
+        return code
+    code = main(argv)
+    if where.routed(argv, env):
+        try:
+            client.start(env)
+        except OSError:
+            pass  # no folder for it: the next command runs here too
+    return code
+
+
+def caller_env() -> dict[str, str]:
+    """The environment the current command was called with (before it set torch's
+    allocator variable): what a server it starts must see."""
+    return dict(_CALLER_ENV) or dict(os.environ)
+
+
 def _entry() -> None:
-    exit_with(main())
+    exit_with(run_command(sys.argv[1:]))

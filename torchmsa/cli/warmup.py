@@ -26,6 +26,11 @@ def add_parser(sub) -> None:
         "--task", action="append", choices=list(TASKS), help="only this task (repeatable)"
     )
     p.add_argument("-v", "--verbose", action="store_true", help="one line per task on stderr")
+    p.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="start no warm server afterwards (torchmsa daemon; TORCHMSA_DAEMON=off also)",
+    )
     p.set_defaults(func=run)
 
 
@@ -43,4 +48,13 @@ def run(args) -> int:
                 file=sys.stderr,
             )
     print(report.summary())
+    if not args.no_daemon:
+        from torchmsa.cli import caller_env
+        from torchmsa.daemon import client
+
+        if client.start(caller_env()) == "started":
+            print(
+                "torchmsa warmup: a warm server now takes the next commands (idle limit "
+                "TORCHMSA_DAEMON_IDLE, 900 s; torchmsa daemon stop ends it)"
+            )
     return 0

@@ -1,0 +1,197 @@
+"""The warm server (``torchmsa/daemon``, decision 0058): a command it runs gives the bytes,
+files, messages and exit status of the same command run locally; a busy server turns a
+command away and the caller runs it; an interrupt from the caller ends the command and not
+the server; the key separates environments."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from torchmsa.daemon import where
+from torchmsa.daemon.wire import ACCEPT, CONTROL, EXIT, NEED, REQUEST, Channel, as_int
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "superoxide_dismutase.fasta"
+
+
+def _env(folder: str, **extra) -> dict:
+    env = dict(os.environ)
+    env.update(
+        TORCHMSA_DAEMON="auto",
+        TORCHMSA_DAEMON_DIR=folder,
+        TORCHMSA_DAEMON_IDLE="120",  # a server a failed test leaves behind ends by itself
+        TORCHMSA_COMPILE_AHEAD="0",
+        PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
+    )
+    env.update(extra)
+    return env
+
+
+def _cli(args, env, cwd=None, stdin=None):
+    return subprocess.run(
+        [sys.executable, "-m", "torchmsa", *args],
+        env=env,
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        timeout=600,
+    )
+
+
+def _served(folder: str) -> int:
+    """Commands the servers in ``folder`` have logged."""
+    return sum(
+        sum(1 for line in p.read_text().splitlines() if "] align: status" in line)
+        for p in Path(folder).glob("*.log")
+    )
+
+
+@pytest.fixture(scope="module")
+def server():
+    folder = tempfile.mkdtemp(prefix="tmd", dir="/tmp")  # short: a socket path's limit
+    env = _env(folder)
+    started = _cli(["daemon", "start", "--wait", "600"], env)
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert b"started" in started.stdout
+    yield folder, env
+    _cli(["daemon", "stop", "--all"], env)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_key_and_routing():
+    env = {"HOME": "/h", "TORCHMSA_DAEMON": "auto"}
+    base = where.key(env)
+    assert where.key({**env, "TORCHMSA_DAEMON_IDLE": "5"}) == base  # the server's own setting
+    assert where.key({**env, "TORCHMSA_CACHE_DIR": "/c"}) != base
+    assert where.key({**env, "CUDA_VISIBLE_DEVICES": "1"}) != base
+    assert where.key({**env, "UNRELATED": "1"}) == base
+    assert where.routed(["align", "x.fa"], env)
+    assert not where.routed(["align", "--help"], env)
+    assert not where.routed(["serve"], env)
+    assert not where.routed(["align", "x.fa"], {**env, "TORCHMSA_DAEMON": "off"})
+    assert not where.routed(["align", "x.fa"], {**env, "WORLD_SIZE": "2"})
+
+
+def test_folder_must_be_private(tmp_path):
+    open_folder = tmp_path / "open"
+    open_folder.mkdir(mode=0o777)
+    open_folder.chmod(0o777)
+    env = {"TORCHMSA_DAEMON_DIR": str(open_folder), "HOME": str(tmp_path)}
+    assert where.folder(env) != str(open_folder)
+
+
+def test_same_results_as_a_local_run(server, tmp_path):
+    folder, env = server
+    local_env = {**env, "TORCHMSA_DAEMON": "off"}
+    before = _served(folder)
+    # a file in, a relative file out, in the caller's working directory
+    shutil.copy(EXAMPLE, tmp_path / "in.fa")
+    warm = _cli(["align", "in.fa", "-o", "warm.fa", "-v"], env, cwd=tmp_path)
+    here = _cli(["align", "in.fa", "-o", "here.fa", "-v"], local_env, cwd=tmp_path)
+    assert warm.returncode == here.returncode == 0, warm.stderr + here.stderr
+    assert (tmp_path / "warm.fa").read_bytes() == (tmp_path / "here.fa").read_bytes()
+    assert warm.stderr.count(b"torchmsa: stage") == here.stderr.count(b"torchmsa: stage") > 0
+    # standard input to standard output, another format
+    text = EXAMPLE.read_bytes()
+    warm = _cli(["align", "-", "--format", "clustal"], env, stdin=text)
+    here = _cli(["align", "-", "--format", "clustal"], local_env, stdin=text)
+    assert warm.returncode == here.returncode == 0
+    assert warm.stdout == here.stdout and warm.stdout.startswith(b"CLUSTAL")
+    # a user error: one line, status 2, the same words
+    (tmp_path / "bad.fa").write_text(">a\nAC1D\n>b\nACD\n")
+    warm = _cli(["align", "bad.fa"], env, cwd=tmp_path)
+    here = _cli(["align", "bad.fa"], local_env, cwd=tmp_path)
+    assert warm.returncode == here.returncode == 2
+    assert warm.stderr == here.stderr and warm.stderr.count(b"\n") == 1
+    assert _wait_served(folder, before + 3) == before + 3
+
+
+def _wait_served(folder: str, count: int) -> int:
+    """Waits (30 s at most) until the servers have logged ``count`` commands; returns the
+    number logged (the log line follows the command's status by the server's tidying)."""
+    deadline = time.monotonic() + 30
+    while _served(folder) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _served(folder)
+
+
+def _hold(env) -> tuple[socket.socket, Channel]:
+    """A raw caller whose command (``align -``) waits for standard input it never sends."""
+    p = where.paths(where.key(env), env)
+    request = {"argv": ["align", "-"], "cwd": "/", "env": env, "umask": 0o022, "tty": [0, 0, 0]}
+    deadline = time.monotonic() + 30
+    while True:  # the server may still be tidying up after the last command
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(p.socket)
+        ch = Channel(sock)
+        ch.send_json(REQUEST, request)
+        kind = ch.recv()[0]
+        if kind == ACCEPT or time.monotonic() > deadline:
+            break
+        sock.close()
+        time.sleep(0.1)
+    assert kind == ACCEPT
+    assert ch.recv()[0] == NEED  # it reads standard input now
+    return sock, ch
+
+
+def test_busy_server_turns_commands_away(server, tmp_path):
+    folder, env = server
+    sock, ch = _hold(env)
+    try:
+        before = _served(folder)
+        out = _cli(["align", str(EXAMPLE), "-o", str(tmp_path / "a.fa")], env)
+        assert out.returncode == 0 and (tmp_path / "a.fa").read_bytes().startswith(b">")
+        assert _served(folder) == before  # it ran in the caller
+    finally:
+        sock.close()  # end of input: the held command fails as a local one would
+    assert _wait_served(folder, before + 1) == before + 1
+
+
+def test_interrupt_ends_the_command_not_the_server(server, tmp_path):
+    folder, env = server
+    before = _served(folder)
+    sock, ch = _hold(env)
+    try:
+        ch.send_json(CONTROL, {"interrupt": True})
+        messages = []
+        while True:
+            kind, payload = ch.recv()
+            assert kind is not None, "the server closed the connection without a status"
+            if kind == EXIT:
+                break
+            messages.append(payload)
+        assert as_int(payload) == 130
+        assert b"torchmsa: interrupted" in b"".join(messages)
+    finally:
+        sock.close()
+    assert _wait_served(folder, before + 1) == before + 1
+    out = _cli(["align", str(EXAMPLE), "-o", str(tmp_path / "b.fa")], env)
+    assert out.returncode == 0 and _wait_served(folder, before + 2) == before + 2
+
+
+def test_other_environment_gets_its_own_server(server, tmp_path):
+    folder, env = server
+    other = {**env, "TORCHMSA_TEST_ENV_MARK": "1"}
+    before = _served(folder)
+    out = _cli(["align", str(EXAMPLE), "-o", str(tmp_path / "c.fa")], other)
+    assert out.returncode == 0
+    assert _served(folder) == before  # no server of that key yet: it ran in the caller
+    deadline = time.monotonic() + 60  # and it started one (stopped by the fixture's --all)
+    while True:
+        status = _cli(["daemon", "status"], other)
+        rows = [line.split() for line in status.stdout.decode().splitlines() if " pid " in line]
+        keys = {row[0] for row in rows}
+        if where.key(other) in keys or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert {where.key(other), where.key(env)} <= keys

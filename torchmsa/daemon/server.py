@@ -1,0 +1,342 @@
+"""The warm process: ``python -m torchmsa.daemon.server --key KEY`` (started by the command).
+
+It holds its lock file for life (so that one runs per key), loads what an alignment loads and
+aligns a small family once (numba's and Triton's cached code, the CUDA context), then listens
+on its socket. Commands run one at a time in the main thread through ``torchmsa.cli.main``,
+each in the caller's working directory, environment and umask, with standard input, output
+and error relayed to the caller; a command that arrives while another runs is turned away
+(``BUSY``) and the caller runs it itself, so parallel callers never queue behind each other.
+After each command the process frees what it can (torch's cached GPU memory, the C heap's
+free pages). It ends after ``TORCHMSA_DAEMON_IDLE`` seconds without a command (900), on
+SIGTERM (``torchmsa daemon stop``), or when its socket file is gone or replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import json
+import os
+import queue
+import signal
+import socket
+import sys
+import threading
+import time
+
+from torchmsa.daemon import where
+from torchmsa.daemon.wire import (
+    ACCEPT,
+    BUSY,
+    CONTROL,
+    ERR,
+    EXIT,
+    NEED,
+    OUT,
+    REQUEST,
+    STDIN,
+    Channel,
+)
+
+__all__ = ["serve", "main"]
+
+TICK = 1.0  # seconds between the idle loop's checks
+
+
+def _log(message: str) -> None:
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} [{os.getpid()}] {message}", flush=True)
+
+
+class _Sink(io.RawIOBase):
+    """A standard stream whose bytes go to the caller as ``kind`` messages."""
+
+    def __init__(self, ch: Channel, kind: bytes, tty: bool, state: dict):
+        self.ch, self.kind, self.tty, self.state = ch, kind, tty, state
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, b) -> int:
+        if self.kind == OUT and self.state["broken_pipe"]:
+            raise BrokenPipeError(32, "the caller's standard output is closed")
+        data = bytes(b)
+        try:
+            self.ch.send(self.kind, data)
+        except OSError:
+            raise BrokenPipeError(32, "the caller has gone") from None
+        return len(data)
+
+
+class _Source(io.RawIOBase):
+    """Standard input read from the caller on demand."""
+
+    def __init__(self, ch: Channel, tty: bool, chunks: queue.Queue):
+        self.ch, self.tty, self.chunks = ch, tty, chunks
+        self.ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def readinto(self, b) -> int:
+        if self.ended:
+            return 0
+        try:
+            self.ch.send_int(NEED, len(b))
+        except OSError:
+            self.ended = True
+            return 0
+        while True:  # in steps, so that an interrupt from the caller is raised meanwhile
+            try:
+                data = self.chunks.get(timeout=TICK / 10)
+                break
+            except queue.Empty:
+                continue
+        if not data:  # end of input, or the caller has gone
+            self.ended = True
+            return 0
+        b[: len(data)] = data
+        return len(data)
+
+
+class _Job:
+    """One command: the caller's streams in place, its messages read by a thread of their
+    own (input, a closed pipe, an interrupt: ``KeyboardInterrupt`` in the main thread)."""
+
+    def __init__(self, ch: Channel, request: dict):
+        self.ch, self.request = ch, request
+        self.state = {"broken_pipe": False}
+        self.chunks: queue.Queue = queue.Queue()
+        self.guard = threading.Lock()
+        self.running = True
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        import _thread
+
+        while True:
+            kind, payload = self.ch.recv()
+            if kind == STDIN:
+                self.chunks.put(payload)
+                continue
+            if kind == CONTROL:
+                msg = json.loads(payload)
+                self.state["broken_pipe"] |= bool(msg.get("broken_pipe"))
+                if not msg.get("interrupt"):
+                    continue
+            else:  # the caller has gone
+                self.chunks.put(b"")
+            with self.guard:
+                if self.running:
+                    _thread.interrupt_main()
+            if kind is None:
+                return
+
+    def run(self, cli_main) -> int:
+        req = self.request
+        tty = [bool(t) for t in req.get("tty", (False, False, False))]
+        saved = (os.getcwd(), dict(os.environ), sys.stdin, sys.stdout, sys.stderr)
+        umask = os.umask(int(req.get("umask", 0o022)))
+        code = 1
+        try:
+            os.environ.clear()
+            os.environ.update(req["env"])
+            sys.stdin = io.TextIOWrapper(io.BufferedReader(_Source(self.ch, tty[0], self.chunks)))
+            out = io.BufferedWriter(_Sink(self.ch, OUT, tty[1], self.state), 1 << 16)
+            sys.stdout = io.TextIOWrapper(out, encoding="utf-8", line_buffering=tty[1])
+            err = io.BufferedWriter(_Sink(self.ch, ERR, tty[2], self.state), 1 << 12)
+            sys.stderr = io.TextIOWrapper(
+                err, encoding="utf-8", errors="backslashreplace", write_through=True
+            )
+            try:
+                os.chdir(req["cwd"])
+            except OSError as exc:
+                print(f"torchmsa: error: cannot enter {req['cwd']!r}: {exc}", file=sys.stderr)
+                return 2
+            code = cli_main(list(req["argv"]))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        except KeyboardInterrupt:
+            print("torchmsa: interrupted", file=sys.stderr)
+            code = 130
+        except BaseException as exc:  # a bug: the caller sees it as a local run would
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+            _log(f"command failed: {exc!r}")
+        finally:
+            with self.guard:
+                self.running = False
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            cwd, env, sys.stdin, sys.stdout, sys.stderr = saved
+            os.environ.clear()
+            os.environ.update(env)
+            os.umask(umask)
+            os.chdir(cwd)
+        return code
+
+
+def _tidy() -> None:
+    """Gives back what the last command left: torch's cached GPU blocks, the heap's free
+    pages."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _preload() -> None:
+    """Loads and runs once what aligning a small family runs, on the default device."""
+    import random
+
+    import torchmsa
+
+    rng = random.Random(1)
+    root = "".join(rng.choice("ACDEFGHIKLMNPQRSTVWY") for _ in range(120))
+    seqs = []
+    for _ in range(24):
+        s = [c if rng.random() > 0.2 else rng.choice("ACDEFGHIKLMNPQRSTVWY") for c in root]
+        cut = rng.randrange(0, 10)
+        seqs.append("".join(s[cut : len(s) - rng.randrange(0, 10)]))
+    torchmsa.align(seqs)
+
+
+def serve(server_key: str) -> int:
+    """Runs the server of ``server_key`` until it is idle too long or told to stop."""
+    import fcntl
+
+    env = dict(os.environ)
+    p = where.paths(server_key, env)
+    lock = os.open(p.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return 0  # another one runs
+    os.ftruncate(lock, 0)
+    os.pwrite(lock, f"{os.getpid()}\n".encode(), 0)
+    idle = where.idle_seconds(env)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    started = time.perf_counter()
+    _log(f"starting: key {server_key}, {sys.executable}, idle limit {idle:g} s")
+    from torchmsa.cli import allocator_default
+    from torchmsa.cli import main as cli_main
+
+    allocator_default()
+    _preload()
+    _tidy()
+    if where.key(env) != server_key:
+        _log("the installed files changed while starting; ending")
+        return 0
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    temp = f"{p.socket}.{os.getpid()}"
+    listener.bind(temp)
+    os.chmod(temp, 0o600)
+    listener.listen(16)
+    os.replace(temp, p.socket)
+    inode = os.stat(p.socket).st_ino
+    _log(f"ready after {time.perf_counter() - started:.2f} s: {p.socket}")
+    jobs: queue.Queue = queue.Queue()
+    busy = threading.Event()
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            ch = Channel(conn)
+            try:
+                conn.settimeout(5.0)
+                kind, payload = ch.recv()
+                conn.settimeout(None)
+                if kind != REQUEST or busy.is_set() or stopping.is_set():
+                    ch.send(BUSY)
+                    conn.close()
+                    continue
+                busy.set()
+                jobs.put((ch, json.loads(payload)))
+            except (OSError, ValueError):
+                conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    last = time.monotonic()
+    served = 0
+    reason = "idle"
+    while True:
+        try:
+            try:
+                ch, request = jobs.get(timeout=TICK)
+            except queue.Empty:
+                if stopping.is_set():
+                    reason = "told to stop"
+                    break
+                if time.monotonic() - last > idle:
+                    break
+                if not _still_ours(p.socket, inode):
+                    reason = "its socket was removed"
+                    break
+                continue
+            t0 = time.perf_counter()
+            try:
+                ch.send(ACCEPT)
+            except OSError:  # the caller gave up waiting
+                ch.sock.close()
+                busy.clear()
+                continue
+            code = _Job(ch, request).run(cli_main)
+            try:
+                ch.send_int(EXIT, code)
+            except OSError:
+                pass
+            ch.sock.close()
+            served += 1
+            seconds = time.perf_counter() - t0
+            _tidy()
+            last = time.monotonic()
+            busy.clear()
+            _log(f"{' '.join(request['argv'][:1])}: status {code}, {seconds:.3f} s")
+        except KeyboardInterrupt:  # an interrupt that arrived as its command ended
+            busy.clear()
+            continue
+    if _still_ours(p.socket, inode):
+        os.unlink(p.socket)
+    listener.close()
+    _log(f"ending ({reason}) after {served} commands")
+    return 0
+
+
+def _still_ours(path: str, inode: int) -> bool:
+    try:
+        return os.stat(path).st_ino == inode
+    except OSError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torchmsa.daemon.server")
+    parser.add_argument("--key", required=True, help="the key of the callers it serves")
+    args = parser.parse_args(argv)
+    return serve(args.key)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
