@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from torchmsa.daemon import where
+from torchmsa.daemon import client, where
 from torchmsa.daemon.wire import ACCEPT, CONTROL, EXIT, NEED, REQUEST, Channel, as_int
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,3 +195,26 @@ def test_other_environment_gets_its_own_server(server, tmp_path):
             break
         time.sleep(0.2)
     assert {where.key(other), where.key(env)} <= keys
+
+
+def test_a_server_that_died_is_not_restarted_by_every_command():
+    folder = tempfile.mkdtemp(prefix="tmd", dir="/tmp")
+    try:
+        env = _env(folder, TORCHMSA_TEST_ENV_MARK="died")
+        p = where.paths(where.key(env), env)
+        mark = p.lock + ".started"
+        Path(mark).touch()  # started a moment ago: it may not hold its lock yet
+        assert client.start(env) == "starting" and client.alive(p) is None
+        os.utime(mark, (time.time() - 60, time.time() - 60))  # a minute ago, and gone: died
+        assert client.start(env) == "failed" and client.alive(p) is None
+        os.utime(mark, (0, 0))  # long ago: a command may start one again
+        assert client.start(env) == "started"
+        deadline = time.monotonic() + 60
+        while client.alive(p) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.start(env) == "running"  # it holds the lock while it loads
+        assert client.stop(env) == 1 and client.alive(p) is None
+        assert not Path(p.lock + ".started").exists()  # an ordinary end clears the mark
+    finally:
+        client.stop(_env(folder), every=True)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -32,12 +32,12 @@ def run(args) -> int:
 
     env = caller_env()
     if args.action == "start":
-        state = client.start(env, wait=args.wait)
+        state = client.start(env, wait=args.wait, force=True)
         if state == "off":
             print("torchmsa daemon: servers are off here (TORCHMSA_DAEMON or torchrun)")
             return 0
         print(f"torchmsa daemon: {state} ({where.paths(where.key(env), env).log})")
-        return 0 if state != "starting" else 1
+        return 0 if state in ("started", "running") else 1
     if args.action == "stop":
         n = client.stop(env, every=args.all)
         print(f"torchmsa daemon: stopped {n} server{'s' if n != 1 else ''}")

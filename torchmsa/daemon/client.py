@@ -29,6 +29,8 @@ from torchmsa.daemon.wire import (
 __all__ = ["forward", "start", "stop", "servers", "alive"]
 
 CONNECT_TIMEOUT = 2.0  # seconds to connect and be accepted or turned away
+RETRY = 600.0  # seconds before a command starts a server again after one that died
+GRACE = 30.0  # seconds a just-started server may take to hold its lock
 
 
 def forward(argv: list[str], env=None) -> int | None:
@@ -167,10 +169,13 @@ def alive(p: where.Paths) -> int | None:
         os.close(fd)
 
 
-def start(env=None, *, wait: float = 0.0) -> str:
-    """Starts this environment's server unless one is alive: ``"started"``, ``"running"`` or
-    ``"off"`` (servers disabled here). With ``wait``, waits up to that many seconds for it to
-    take commands (``"starting"`` if it does not by then)."""
+def start(env=None, *, wait: float = 0.0, force: bool = False) -> str:
+    """Starts this environment's server unless one is alive: ``"started"``, ``"running"``,
+    ``"off"`` (servers disabled here), ``"starting"`` (one was started under :data:`GRACE`
+    seconds ago) or ``"failed"`` (one was started under :data:`RETRY` seconds ago and is gone:
+    see its log); ``force`` starts one in the last two cases.
+    With ``wait``, waits up to that many seconds for it to take commands (``"starting"`` if it
+    does not by then, ``"failed"`` if it ended)."""
     env = dict(os.environ) if env is None else env
     if not where.enabled(env):
         return "off"
@@ -178,6 +183,13 @@ def start(env=None, *, wait: float = 0.0) -> str:
     p = where.paths(server_key, env)
     state = "running"
     if alive(p) is None:
+        age = _since_started(p)
+        if not force and age < GRACE:
+            return "starting"  # started a moment ago: it has not taken its lock yet
+        if not force and age < RETRY:
+            return "failed"
+        with open(p.lock + ".started", "w"):
+            pass
         with open(p.log, "ab") as log:
             subprocess.Popen(
                 [sys.executable, "-m", "torchmsa.daemon.server", "--key", server_key],
@@ -196,7 +208,19 @@ def start(env=None, *, wait: float = 0.0) -> str:
             if time.monotonic() > end:
                 return "starting"
             time.sleep(0.05)
+            if alive(p) is None and time.monotonic() > end - wait + 5.0:
+                return "failed"  # it took no lock within 5 s, or ended
     return state
+
+
+def _since_started(p: where.Paths) -> float:
+    """Seconds since a server was last started for ``p`` and did not end in an ordinary way
+    (infinite when none): one that died, for instance in its preload, is not started again by
+    every command."""
+    try:
+        return time.time() - os.stat(p.lock + ".started").st_mtime
+    except OSError:
+        return float("inf")
 
 
 def _listening(path: str) -> bool:

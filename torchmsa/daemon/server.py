@@ -248,6 +248,7 @@ def serve(server_key: str) -> int:
     _tidy()
     if where.key(env) != server_key:
         _log("the installed files changed while starting; ending")
+        os.unlink(p.lock + ".started")
         return 0
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     temp = f"{p.socket}.{os.getpid()}"
@@ -323,6 +324,10 @@ def serve(server_key: str) -> int:
     if _still_ours(p.socket, inode):
         os.unlink(p.socket)
     listener.close()
+    try:  # an ordinary end: the next command may start a server again at once
+        os.unlink(p.lock + ".started")
+    except OSError:
+        pass
     _log(f"ending ({reason}) after {served} commands")
     return 0
 
