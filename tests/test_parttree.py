@@ -296,3 +296,92 @@ def test_the_pipeline_parttree_distance_is_configurable():
     assert lcs.tree.newick() != kmer.tree.newick()
     with pytest.raises(ArgumentError, match="distance"):
         parttree(batch, distance="edit")
+
+
+@pytest.mark.parametrize("method", ["upgma", "upgma_mafft"])
+def test_small_groups_in_one_compiled_call_equal_group_by_group(method):
+    from torchmsa.cpu import tree as cpu_tree
+    from torchmsa.parttree import leaf_trees
+    from torchmsa.parttree.counts import BatchCounts
+
+    seqs = clusters([9, 7, 12, 2], 60, 11, rate=0.25) + ["MK", "WWWWWWWWW"]  # no / few k-mers
+    batch = SequenceBatch.from_input(seqs, "protein")
+    counts = BatchCounts(batch, 6, "cpu", ExecutionPolicy(), None)
+    rng = np.random.default_rng(3)
+    members = [np.sort(rng.choice(len(seqs), size, replace=False)) for size in (2, 3, 9, 17, 30)]
+    linkage = {"upgma": cpu_tree.UPGMA, "upgma_mafft": cpu_tree.MAFFT}[method]
+
+    class GroupByGroup:  # the same counts, not a BatchCounts: the per-group path
+        blocks, distances = counts.blocks, counts.distances
+
+    fast = leaf_trees(counts, members, counts.self_counts, linkage)
+    slow = leaf_trees(GroupByGroup(), members, counts.self_counts, linkage)
+    for (c1, h1), (c2, h2) in zip(fast, slow, strict=True):
+        assert np.array_equal(c1, c2) and np.array_equal(h1, h2)  # the same bits
+
+
+def _assemble_oracle(names, groups, splits, small, empty):
+    """The groups' subtrees joined in plain Python, node by node (what ``assemble_nodes``
+    compiles): internal nodes in creation order, each raised to its children's heights."""
+    from torchmsa.tree import Tree
+
+    total = len(names)
+    children, height = [], [0.0] * total
+
+    def join(a, b, h):
+        children.append((min(a, b), max(a, b)))
+        height.append(max(h, height[a], height[b]))
+        return len(height) - 1
+
+    def place(leaves, joins):
+        local = list(leaves)
+        for (a, b), h in zip(joins[0].tolist(), joins[1].tolist()):
+            local.append(join(local[a], local[b], h))
+        return local[-1]
+
+    def balanced(nodes, h):
+        while len(nodes) > 1:
+            pairs = [join(nodes[i], nodes[i + 1], h) for i in range(0, len(nodes) - 1, 2)]
+            nodes = pairs + nodes[len(nodes) - len(nodes) % 2 :]
+        return nodes[0]
+
+    node = {}
+    for g in range(len(groups) - 1, -1, -1):
+        members = groups[g].tolist()
+        if not members:
+            continue
+        if g in splits:
+            node[g] = place([node[c] for c in splits[g][1]], splits[g][0])
+        elif len(members) == 1:
+            node[g] = members[0]
+        elif small.get(g) is None:
+            node[g] = balanced(members, 0.0)
+        else:
+            node[g] = place(members, small[g])
+    roots = [node[0]] if 0 in node else []
+    if len(empty):
+        roots.append(balanced(empty.tolist(), 0.5))
+    if len(roots) == 2:
+        join(roots[0], roots[1], 0.5)
+    kids = np.array(children, dtype=np.int64).reshape(-1, 2)
+    parent = np.full(2 * total - 1, 2 * total - 2, np.int64)
+    parent[kids.ravel()] = np.repeat(np.arange(total, 2 * total - 1), 2)
+    return Tree(names, kids, np.array(height)[parent] - np.array(height))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_assembly_equals_the_python_oracle(monkeypatch, seed):
+    import torchmsa.parttree as pt
+
+    seen = []
+    real = pt.assemble
+    monkeypatch.setattr(pt, "assemble", lambda *a: seen.append(a) or real(*a))
+    sizes = [int(x) for x in np.random.default_rng(seed).integers(1, 30, 12)]
+    seqs = clusters(sizes, 70, seed, rate=0.15) + ["MK", "MKV", "AC"] + ["MKVLAAGHWTEQRS"] * 20
+    batch = SequenceBatch.from_input(seqs, "protein")
+    got = pt.parttree(batch, n_ref=4, leaf_size=6, backend="cpu")
+    (args,) = seen
+    want = _assemble_oracle(*args)
+    assert np.array_equal(got.children, want.children)
+    assert np.array_equal(got.lengths, want.lengths)  # the same bits
+    assert len(args[4]) == 3 and any(v is None for v in args[3].values())  # empty, flat seen

@@ -52,6 +52,8 @@ __all__ = [
     "SUEFF",
     "check_distances",
     "linkage",
+    "kmer_linkages",
+    "assemble_nodes",
     "single_linkage",
     "spanning_joins",
     "merge_components",
@@ -153,6 +155,114 @@ def _linkage(d, method, children, heights):
         size[i] = si + sj
         node[i] = n + step
         row_min[i], row_arg[i] = _row_min(di, active)
+
+
+@njit(cache=True)
+def kmer_linkages(vals, pair_off, sizes, selfc, self_off, method, children, heights, join_off):
+    """:func:`linkage` of many groups' 6-mer distances at once (PartTree's small groups).
+
+    Group ``k`` has ``sizes[k]`` members, their k-mer counts ``selfc[self_off[k]:][:m]`` and
+    their shared counts ``vals[pair_off[k]:]`` for pairs ``i < j`` in row-major order; its
+    distance is ``1 - c / min(s_i, s_j)`` (1 where a side has no k-mer), as
+    ``parttree.counts.distances`` gives it, and its ``m - 1`` joins go to
+    ``children[join_off[k]:]`` and ``heights[join_off[k]:]``. ``method``: UPGMA or MAFFT.
+    """
+    for k in range(sizes.shape[0]):
+        m = sizes[k]
+        if m < 2:
+            continue
+        d = np.empty((m, m))
+        s = selfc[self_off[k] : self_off[k] + m]
+        p = pair_off[k]
+        for i in range(m):
+            d[i, i] = np.inf
+            for j in range(i + 1, m):
+                small = min(s[i], s[j])
+                x = 1.0 - vals[p] / max(small, 1) if small > 0 else 1.0
+                d[i, j] = x
+                d[j, i] = x
+                p += 1
+        o = join_off[k]
+        _linkage(d, method, children[o : o + m - 1], heights[o : o + m - 1])
+
+
+@njit(cache=True)
+def _join(a, b, h, children, height, nxt, n):
+    """Internal node ``nxt`` over ``a`` and ``b`` at height ``h`` (raised to theirs)."""
+    children[nxt - n, 0] = min(a, b)
+    children[nxt - n, 1] = max(a, b)
+    height[nxt] = max(h, height[a], height[b])
+    return nxt + 1
+
+
+@njit(cache=True)
+def _balanced(nodes, h, children, height, nxt, n):
+    """Pairs neighbours level by level (an odd last one waits); returns ``(root, nxt)``."""
+    nodes = nodes.copy()
+    m = nodes.shape[0]
+    while m > 1:
+        half = m // 2
+        for i in range(half):
+            a, b = nodes[2 * i], nodes[2 * i + 1]
+            nodes[i] = nxt
+            nxt = _join(a, b, h, children, height, nxt, n)
+        if m % 2:
+            nodes[half] = nodes[m - 1]
+        m = half + m % 2
+    return nodes[0], nxt
+
+
+@njit(cache=True)
+def assemble_nodes(kind, members, moff, jch, jh, joff, cids, coff, empty, n):
+    """PartTree's groups built bottom-up into one tree's internal nodes.
+
+    Groups go from the last to the first (children groups have larger ids). ``kind[g]``: 0
+    empty, 1 split (a reference tree, joins ``jch/jh[joff[g]:joff[g+1]]`` over the nodes of
+    its child groups ``cids[coff[g]:coff[g+1]]``), 2 one member, 3 flat (its members paired
+    level by level at height 0), 4 a small group's linkage (joins over its members
+    ``members[moff[g]:moff[g+1]]``). Joins ``(a, b)`` name local leaves, then earlier joins, as
+    :func:`linkage` returns them. The sequences in ``empty`` hang in a flat subtree at 0.5
+    beside group 0, joined at 0.5. A node's height is its join's, raised to its children's.
+
+    Returns:
+        ``(children int64 [n - 1, 2], height float64 [2n - 1])``, nodes in creation order.
+    """
+    children = np.zeros((max(n - 1, 0), 2), np.int64)
+    height = np.zeros(max(2 * n - 1, 1))
+    node = np.full(kind.shape[0], -1, np.int64)
+    nxt = n
+    for g in range(kind.shape[0] - 1, -1, -1):
+        k = kind[g]
+        if k == 0:
+            continue
+        mem = members[moff[g] : moff[g + 1]]
+        if k == 2:
+            node[g] = mem[0]
+            continue
+        if k == 3:
+            node[g], nxt = _balanced(mem, 0.0, children, height, nxt, n)
+            continue
+        lo, hi = joff[g], joff[g + 1]
+        leaves = node[cids[coff[g] : coff[g + 1]]] if k == 1 else mem
+        local = np.empty(leaves.shape[0] + hi - lo, np.int64)
+        local[: leaves.shape[0]] = leaves
+        at = leaves.shape[0]
+        for t in range(lo, hi):
+            local[at] = nxt
+            nxt = _join(local[jch[t, 0]], local[jch[t, 1]], jh[t], children, height, nxt, n)
+            at += 1
+        node[g] = local[at - 1]
+    roots = np.empty(2, np.int64)
+    r = 0
+    if kind.shape[0] and kind[0] != 0:
+        roots[r] = node[0]
+        r += 1
+    if empty.shape[0]:
+        roots[r], nxt = _balanced(empty, 0.5, children, height, nxt, n)
+        r += 1
+    if r == 2:
+        nxt = _join(roots[0], roots[1], 0.5, children, height, nxt, n)
+    return children, height[:nxt]
 
 
 def linkage(

@@ -69,6 +69,23 @@ class BatchCounts(_KmerDistances):
             out.append(pair_counts(self.ids, self.n, self.ids, self.n, ps, qs, self.impl))
         return torch.cat(out).cpu().numpy() if out else np.zeros(0, np.int32)
 
+    def group_pairs(self, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The shared counts of every pair ``i < j`` of each group, row-major, in one batch:
+        ``(int64 [P], offsets int64 [G + 1])`` (``blocks`` with ``b`` None, unpacked)."""
+        sizes = np.fromiter(map(len, groups), np.int64, len(groups))
+        off = np.zeros(len(groups) + 1, np.int64)
+        np.cumsum(sizes * (sizes - 1) // 2, out=off[1:])
+        tri: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        p_parts, q_parts = [], []
+        for a in groups:
+            i, j = tri.get(len(a)) or tri.setdefault(len(a), np.triu_indices(len(a), 1))
+            p_parts.append(a[i])
+            q_parts.append(a[j])
+        if not off[-1]:
+            return np.zeros(0, np.int64), off
+        flat = self._pairs(np.concatenate(p_parts), np.concatenate(q_parts))
+        return flat.astype(np.int64), off
+
     def blocks(self, tasks):
         """Counts of each task ``(a, b)`` (``int [len(a), len(b)]``; ``b`` None: all pairs of
         ``a``): large blocks dense, all the others as one batch of pairs."""
