@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from torchmsa.records import bulk
 from torchmsa.sequences import SequenceBatch
 from torchmsa.tree import Tree
 
@@ -47,20 +48,19 @@ def collapse(batch: SequenceBatch) -> tuple[SequenceBatch, Copies | None]:
     n = len(batch)
     if n < 2:
         return batch, None
-    codes = batch.codes.cpu().numpy()
+    codes = np.ascontiguousarray(batch.codes.cpu().numpy())
     lengths = batch.lengths.cpu().numpy()
+    # a row's codes with their padding (gap codes, never a residue's) are its key: equal
+    # sequences have equal lengths, so equal keys; ids go to keys in order of first sight
+    buf, w = codes.tobytes(), codes.shape[1]
     seen: dict[bytes, int] = {}
-    rep = np.empty(n, np.int64)
-    first: list[int] = []
-    for s in range(n):
-        key = codes[s, : lengths[s]].tobytes()
-        r = seen.setdefault(key, len(first))
-        if r == len(first):
-            first.append(s)
-        rep[s] = r
-    if len(first) == n:
+    with bulk():
+        keys = (buf[s * w : (s + 1) * w] for s in range(n))
+        rep = np.fromiter((seen.setdefault(k, len(seen)) for k in keys), np.int64, n)
+    if len(seen) == n:
         return batch, None
-    keep = np.asarray(first, np.int64)
+    keep = np.unique(rep, return_index=True)[1].astype(np.int64)  # each id's first index
+    first = keep.tolist()
     width = int(lengths[keep].max()) if len(keep) else 0
     index = torch.from_numpy(keep).to(batch.codes.device)
     distinct = dataclasses.replace(
