@@ -1,9 +1,9 @@
 """When the command uses the warm server, which server it is, and where it listens.
 
-A server serves only callers that would compute exactly what it computes: the same
-interpreter, the same installed files (their sizes and modification times), the same user
-and the same values of the environment variables torch, CUDA, numba, Triton and torchmsa read
-when they load. These make its key; a caller whose key differs finds no server and runs
+A server serves only callers that would compute exactly what it computes, with the same
+resources: the same interpreter, the same installed files (their sizes and modification
+times), the same user, cores and memory limits, and the same values of the environment
+variables torch, CUDA, numba, Triton and torchmsa read when they load. These make its key; a caller whose key differs finds no server and runs
 itself. Standard library only.
 """
 
@@ -79,7 +79,7 @@ def idle_seconds(env) -> float:
 def key(env) -> str:
     """16 hex digits naming the server that may serve this caller (see the module's text)."""
     h = hashlib.sha256()
-    h.update(f"{sys.executable}\0{sys.version}\0{os.getuid()}\0".encode())
+    h.update(f"{sys.executable}\0{sys.version}\0{os.getuid()}\0{_limits()}\0".encode())
     for name in sorted(env):
         if name.startswith("TORCHMSA_DAEMON"):
             continue  # the server's own settings change no result
@@ -89,6 +89,24 @@ def key(env) -> str:
         for path, st in _files(root):
             h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return h.hexdigest()[:16]
+
+
+def _limits() -> str:
+    """The cores this process may run on and its memory limits: a server runs with those of
+    the command that started it, so it serves only callers with the same."""
+    parts = []
+    try:
+        parts.append(",".join(map(str, sorted(os.sched_getaffinity(0)))))
+    except (AttributeError, OSError):
+        parts.append(str(os.cpu_count()))
+    try:
+        import resource
+
+        for limit in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+            parts.append(str(resource.getrlimit(limit)[0]))
+    except (ImportError, OSError, ValueError):
+        pass
+    return ";".join(parts)
 
 
 def _files(root: Path):
