@@ -3,8 +3,8 @@
 A server serves only callers that would compute exactly what it computes, with the same
 resources: the same interpreter, the same installed files (their sizes and modification
 times), the same user, cores and memory limits, and the same values of the environment
-variables torch, CUDA, numba, Triton and torchmsa read when they load. These make its key; a caller whose key differs finds no server and runs
-itself. Standard library only.
+variables torch, CUDA, numba, Triton and torchmsa read when they load. These make its key;
+a caller whose key differs finds no server and runs itself. Standard library only.
 """
 
 from __future__ import annotations
