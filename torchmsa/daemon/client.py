@@ -12,19 +12,7 @@ import subprocess
 import sys
 import time
 
-from torchmsa.daemon import where
-from torchmsa.daemon.wire import (
-    ACCEPT,
-    CONTROL,
-    ERR,
-    EXIT,
-    NEED,
-    OUT,
-    REQUEST,
-    STDIN,
-    Channel,
-    as_int,
-)
+from torchmsa.daemon import where, wire
 
 __all__ = ["forward", "start", "stop", "servers", "alive"]
 
@@ -49,14 +37,14 @@ def forward(argv: list[str], env=None) -> int | None:
     try:
         sock.settimeout(CONNECT_TIMEOUT)
         sock.connect(p.socket)
-        ch = Channel(sock)
-        ch.send_json(REQUEST, _request(argv, env))
+        ch = wire.Channel(sock)
+        ch.send_json(wire.REQUEST, _request(argv, env))
         kind, _ = ch.recv()
         sock.settimeout(None)
     except OSError:
         sock.close()
         return None
-    if kind != ACCEPT:
+    if kind != wire.ACCEPT:
         sock.close()
         return None
     try:
@@ -77,7 +65,7 @@ def _request(argv: list[str], env) -> dict:
     return {"argv": list(argv), "cwd": os.getcwd(), "env": dict(env), "umask": umask, "tty": ttys}
 
 
-def _relay(ch: Channel, log: str) -> int | None:
+def _relay(ch: wire.Channel, log: str) -> int | None:
     started = False  # anything relayed: from then on the command cannot be run again here
     stdout_open = True
     interrupts = []
@@ -87,7 +75,7 @@ def _relay(ch: Channel, log: str) -> int | None:
         if len(interrupts) > 1:
             raise KeyboardInterrupt
         try:
-            ch.send_json(CONTROL, {"interrupt": True})
+            ch.send_json(wire.CONTROL, {"interrupt": True})
         except OSError:
             raise KeyboardInterrupt from None
 
@@ -105,24 +93,24 @@ def _relay(ch: Channel, log: str) -> int | None:
                 )
                 return 1
             started = True
-            if kind == OUT and stdout_open:
+            if kind == wire.OUT and stdout_open:
                 try:
                     sys.stdout.buffer.write(payload)
                     sys.stdout.buffer.flush()
                 except BrokenPipeError:  # `torchmsa align x.fa | head`
                     stdout_open = False
                     _silence_stdout()
-                    ch.send_json(CONTROL, {"broken_pipe": True})
-            elif kind == ERR:
+                    ch.send_json(wire.CONTROL, {"broken_pipe": True})
+            elif kind == wire.ERR:
                 try:
                     sys.stderr.buffer.write(payload)
                     sys.stderr.buffer.flush()
                 except OSError:
                     pass
-            elif kind == NEED:
-                ch.send(STDIN, _read_stdin(as_int(payload)))
-            elif kind == EXIT:
-                return as_int(payload)
+            elif kind == wire.NEED:
+                ch.send(wire.STDIN, _read_stdin(wire.as_int(payload)))
+            elif kind == wire.EXIT:
+                return wire.as_int(payload)
     except KeyboardInterrupt:
         print("torchmsa: interrupted", file=sys.stderr)
         return 130

@@ -25,19 +25,7 @@ import sys
 import threading
 import time
 
-from torchmsa.daemon import where
-from torchmsa.daemon.wire import (
-    ACCEPT,
-    BUSY,
-    CONTROL,
-    ERR,
-    EXIT,
-    NEED,
-    OUT,
-    REQUEST,
-    STDIN,
-    Channel,
-)
+from torchmsa.daemon import where, wire
 
 __all__ = ["serve", "main"]
 
@@ -51,7 +39,7 @@ def _log(message: str) -> None:
 class _Sink(io.RawIOBase):
     """A standard stream whose bytes go to the caller as ``kind`` messages."""
 
-    def __init__(self, ch: Channel, kind: bytes, tty: bool, state: dict):
+    def __init__(self, ch: wire.Channel, kind: bytes, tty: bool, state: dict):
         self.ch, self.kind, self.tty, self.state = ch, kind, tty, state
 
     def writable(self) -> bool:
@@ -61,7 +49,7 @@ class _Sink(io.RawIOBase):
         return self.tty
 
     def write(self, b) -> int:
-        if self.kind == OUT and self.state["broken_pipe"]:
+        if self.kind == wire.OUT and self.state["broken_pipe"]:
             raise BrokenPipeError(32, "the caller's standard output is closed")
         data = bytes(b)
         try:
@@ -74,7 +62,7 @@ class _Sink(io.RawIOBase):
 class _Source(io.RawIOBase):
     """Standard input read from the caller on demand."""
 
-    def __init__(self, ch: Channel, tty: bool, chunks: queue.Queue):
+    def __init__(self, ch: wire.Channel, tty: bool, chunks: queue.Queue):
         self.ch, self.tty, self.chunks = ch, tty, chunks
         self.ended = False
 
@@ -88,7 +76,7 @@ class _Source(io.RawIOBase):
         if self.ended:
             return 0
         try:
-            self.ch.send_int(NEED, len(b))
+            self.ch.send_int(wire.NEED, len(b))
         except OSError:
             self.ended = True
             return 0
@@ -109,7 +97,7 @@ class _Job:
     """One command: the caller's streams in place, its messages read by a thread of their
     own (input, a closed pipe, an interrupt: ``KeyboardInterrupt`` in the main thread)."""
 
-    def __init__(self, ch: Channel, request: dict):
+    def __init__(self, ch: wire.Channel, request: dict):
         self.ch, self.request = ch, request
         self.state = {"broken_pipe": False}
         self.chunks: queue.Queue = queue.Queue()
@@ -122,10 +110,10 @@ class _Job:
 
         while True:
             kind, payload = self.ch.recv()
-            if kind == STDIN:
+            if kind == wire.STDIN:
                 self.chunks.put(payload)
                 continue
-            if kind == CONTROL:
+            if kind == wire.CONTROL:
                 msg = json.loads(payload)
                 self.state["broken_pipe"] |= bool(msg.get("broken_pipe"))
                 if not msg.get("interrupt"):
@@ -148,9 +136,9 @@ class _Job:
             os.environ.clear()
             os.environ.update(req["env"])
             sys.stdin = io.TextIOWrapper(io.BufferedReader(_Source(self.ch, tty[0], self.chunks)))
-            out = io.BufferedWriter(_Sink(self.ch, OUT, tty[1], self.state), 1 << 16)
+            out = io.BufferedWriter(_Sink(self.ch, wire.OUT, tty[1], self.state), 1 << 16)
             sys.stdout = io.TextIOWrapper(out, encoding="utf-8", line_buffering=tty[1])
-            err = io.BufferedWriter(_Sink(self.ch, ERR, tty[2], self.state), 1 << 12)
+            err = io.BufferedWriter(_Sink(self.ch, wire.ERR, tty[2], self.state), 1 << 12)
             sys.stderr = io.TextIOWrapper(
                 err, encoding="utf-8", errors="backslashreplace", write_through=True
             )
@@ -267,13 +255,13 @@ def serve(server_key: str) -> int:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            ch = Channel(conn)
+            ch = wire.Channel(conn)
             try:
                 conn.settimeout(5.0)
                 kind, payload = ch.recv()
                 conn.settimeout(None)
-                if kind != REQUEST or busy.is_set() or stopping.is_set():
-                    ch.send(BUSY)
+                if kind != wire.REQUEST or busy.is_set() or stopping.is_set():
+                    ch.send(wire.BUSY)
                     conn.close()
                     continue
                 busy.set()
@@ -301,14 +289,14 @@ def serve(server_key: str) -> int:
                 continue
             t0 = time.perf_counter()
             try:
-                ch.send(ACCEPT)
+                ch.send(wire.ACCEPT)
             except OSError:  # the caller gave up waiting
                 ch.sock.close()
                 busy.clear()
                 continue
             code = _Job(ch, request).run(cli_main)
             try:
-                ch.send_int(EXIT, code)
+                ch.send_int(wire.EXIT, code)
             except OSError:
                 pass
             ch.sock.close()
