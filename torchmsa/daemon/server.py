@@ -33,7 +33,10 @@ TICK = 1.0  # seconds between the idle loop's checks
 
 
 def _log(message: str) -> None:
-    print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} [{os.getpid()}] {message}", flush=True)
+    """A line in the server's log (its own standard output, also while a command has the
+    caller's streams in place)."""
+    line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} [{os.getpid()}] {message}"
+    print(line, file=sys.__stdout__, flush=True)
 
 
 class _Sink(io.RawIOBase):
