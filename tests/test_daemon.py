@@ -81,6 +81,17 @@ def test_key_and_routing():
     assert not where.routed(["align", "x.fa"], {**env, "WORLD_SIZE": "2"})
 
 
+def test_one_interpreter_under_two_names_is_one_key(tmp_path, monkeypatch):
+    env = {"HOME": "/h"}
+    base = where.key(env)
+    link = tmp_path / "python-alias"
+    link.symlink_to(os.path.realpath(sys.executable))
+    monkeypatch.setattr(sys, "executable", str(link))
+    assert where.key(env) == base
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))  # another (virtual) environment
+    assert where.key(env) != base
+
+
 def test_folder_must_be_private(tmp_path):
     open_folder = tmp_path / "open"
     open_folder.mkdir(mode=0o777)

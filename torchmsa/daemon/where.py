@@ -79,7 +79,10 @@ def idle_seconds(env) -> float:
 def key(env) -> str:
     """16 hex digits naming the server that may serve this caller (see the module's text)."""
     h = hashlib.sha256()
-    h.update(f"{sys.executable}\0{sys.version}\0{os.getuid()}\0{_limits()}\0".encode())
+    # the interpreter as its file (`python` and `python3` of one environment are one) and the
+    # environment it runs in (sys.prefix: a virtual environment's own packages)
+    exe = os.path.realpath(sys.executable)
+    h.update(f"{exe}\0{sys.prefix}\0{sys.version}\0{os.getuid()}\0{_limits()}\0".encode())
     for name in sorted(env):
         if name.startswith("TORCHMSA_DAEMON"):
             continue  # the server's own settings change no result
