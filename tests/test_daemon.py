@@ -79,6 +79,8 @@ def test_key_and_routing():
     assert not where.routed(["serve"], env)
     assert not where.routed(["align", "x.fa"], {**env, "TORCHMSA_DAEMON": "off"})
     assert not where.routed(["align", "x.fa"], {**env, "WORLD_SIZE": "2"})
+    assert not where.routed(["align", "x.fa"], {**env, "TORCHMSA_CACHE_DIR": "caches"})
+    assert where.routed(["align", "x.fa"], {**env, "TORCHMSA_CACHE_DIR": "/abs/caches"})
 
 
 def test_one_interpreter_under_two_names_is_one_key(tmp_path, monkeypatch):

@@ -174,7 +174,10 @@ class _Job:
             os.environ.clear()
             os.environ.update(env)
             os.umask(umask)
-            os.chdir(cwd)
+            try:
+                os.chdir(cwd)
+            except OSError:  # its own folder was removed meanwhile
+                os.chdir("/")
         return code
 
 

@@ -27,6 +27,14 @@ DEFAULT_IDLE = 900.0  # seconds a server waits for its next command before it en
 # caches: a server serves only callers with the same values
 KEY_PREFIXES = ("TORCHMSA_", "CUDA_", "PYTORCH_", "NUMBA_", "TRITON_", "OMP_", "MKL_", "NVIDIA_")
 KEY_NAMES = ("HOME", "PYTHONPATH", "LD_LIBRARY_PATH", "PYTHONHASHSEED", "XDG_CACHE_HOME")
+# folders a server resolves once, from its own working directory: a caller that gives one as a
+# relative path runs itself
+RELATIVE_UNSAFE = (
+    "TORCHMSA_DAEMON_DIR",
+    "TORCHMSA_CACHE_DIR",
+    "NUMBA_CACHE_DIR",
+    "TRITON_CACHE_DIR",
+)
 SOCKET_MAX = 100  # bytes of a Unix socket path that every platform takes
 _PACKAGE = Path(__file__).resolve().parents[1]
 _ROOTS = (_PACKAGE, _PACKAGE.parent / "triton_kernels")  # the kernels' folder where editable
@@ -44,12 +52,15 @@ class Paths:
 
 def enabled(env) -> bool:
     """Whether commands may use and start servers here: not with ``TORCHMSA_DAEMON=off``,
-    not under ``torchrun`` (each rank is its own process by design), and only where Unix
-    sockets and file locks exist."""
+    not under ``torchrun`` (each rank is its own process by design), not with a cache or
+    server folder given as a relative path, and only where Unix sockets and file locks
+    exist."""
     if env.get("TORCHMSA_DAEMON", "auto").strip().lower() in OFF:
         return False
     if "WORLD_SIZE" in env or "LOCAL_RANK" in env:
         return False
+    if any(env.get(name) and not os.path.isabs(env[name]) for name in RELATIVE_UNSAFE):
+        return False  # a folder relative to the caller's working directory: its own process
     try:
         import fcntl  # noqa: F401
     except ImportError:
