@@ -34,7 +34,10 @@ def run(args) -> int:
     if args.action == "start":
         state = client.start(env, wait=args.wait, force=True)
         if state == "off":
-            print("torchmsa daemon: servers are off here (TORCHMSA_DAEMON or torchrun)")
+            print(
+                "torchmsa daemon: servers are off here (TORCHMSA_DAEMON=off, torchrun, or a "
+                "cache or server folder given as a relative path)"
+            )
             return 0
         print(f"torchmsa daemon: {state} ({where.paths(where.key(env), env).log})")
         return 0 if state in ("started", "running") else 1
