@@ -77,7 +77,7 @@ def _align_modes(device: str, modes: tuple[str, ...], **kw) -> None:
 
     fam = _family(24, 90, 1)
     for mode in modes:
-        align(fam, mode=mode, device=device, **kw)
+        align(fam, mode=mode, device=device, **kw).fasta_bytes()  # and the command's output
 
 
 def _trees(device: str) -> None:
