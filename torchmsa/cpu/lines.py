@@ -14,24 +14,42 @@ ROWS_PER_TASK = 4096  # rows a thread fills at a time in fasta_file
 GAP, LINE_END = ord("-"), ord("\n")
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _line(row, gap, letters, lo, hi, out, o) -> int:
+    """One gapped line at ``out[o:]``: the codes ``row``, residue cells taking the letters
+    ``letters[lo:hi]`` in order, ``-`` for gaps, then a line end; returns how many residue
+    cells the row holds (``hi - lo`` when it matches its letters)."""
+    p = lo
+    for j in range(row.shape[0]):
+        if row[j] != gap:
+            if p < hi:
+                out[o + j] = letters[p]
+            p += 1
+        else:
+            out[o + j] = GAP
+    out[o + row.shape[0]] = LINE_END
+    return p - lo
+
+
 @njit(cache=True, nogil=True)
 def _fill(codes, gap, letters, starts, out) -> int:
     """Fill ``out [N, C + 1]``; returns the first row whose residue cells do not match its
     letters' count, or -1."""
-    n, width = codes.shape
-    for i in range(n):
-        p = starts[i]
-        for j in range(width):
-            if codes[i, j] != gap:
-                if p < starts[i + 1]:
-                    out[i, j] = letters[p]
-                p += 1
-            else:
-                out[i, j] = GAP
-        out[i, width] = LINE_END
-        if p != starts[i + 1]:
+    for i in range(codes.shape[0]):
+        lo, hi = starts[i], starts[i + 1]
+        if _line(codes[i], gap, letters, lo, hi, out[i], 0) != hi - lo:
             return i
     return -1
+
+
+def _starts(letters: bytes, lengths: np.ndarray) -> np.ndarray:
+    """Where each row's letters start in ``letters`` (``int64 [N + 1]``), once they are known
+    to be all of them."""
+    starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    if starts[-1] != len(letters):
+        raise ValueError(f"{len(letters)} letters for rows of {int(starts[-1])} residues")
+    return starts
 
 
 def gapped_lines(codes: np.ndarray, gap: int, letters: bytes, lengths: np.ndarray) -> np.ndarray:
@@ -43,10 +61,7 @@ def gapped_lines(codes: np.ndarray, gap: int, letters: bytes, lengths: np.ndarra
         ValueError: a row holds a different number of residue cells than its letters.
     """
     codes = np.ascontiguousarray(codes, dtype=np.uint8)
-    starts = np.zeros(codes.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    if starts[-1] != len(letters):
-        raise ValueError(f"{len(letters)} letters for rows of {int(starts[-1])} residues")
+    starts = _starts(letters, lengths)
     out = np.empty((codes.shape[0], codes.shape[1] + 1), dtype=np.uint8)
     bad = _fill(codes, np.uint8(gap), np.frombuffer(letters, dtype=np.uint8), starts, out)
     if bad >= 0:
@@ -59,7 +74,6 @@ def _fill_fasta(codes, gap, letters, starts, heads, head_at, at, lo, hi, out) ->
     """Rows ``lo .. hi`` of a FASTA file into ``out``: row ``i`` at ``at[i]`` as ``>``, its
     header bytes ``heads[head_at[i]:head_at[i + 1]]``, a line end, its gapped line and a line
     end. Returns the first row whose residue cells do not match its letters, or -1."""
-    width = codes.shape[1]
     for i in range(lo, hi):
         o = at[i]
         out[o] = 62  # '>'
@@ -68,17 +82,8 @@ def _fill_fasta(codes, gap, letters, starts, heads, head_at, at, lo, hi, out) ->
             out[o] = heads[b]
             o += 1
         out[o] = LINE_END
-        o += 1
-        p = starts[i]
-        for j in range(width):
-            if codes[i, j] != gap:
-                if p < starts[i + 1]:
-                    out[o + j] = letters[p]
-                p += 1
-            else:
-                out[o + j] = GAP
-        out[o + width] = LINE_END
-        if p != starts[i + 1]:
+        first, last = starts[i], starts[i + 1]
+        if _line(codes[i], gap, letters, first, last, out, o + 1) != last - first:
             return i
     return -1
 
@@ -96,10 +101,7 @@ def fasta_file(
     """
     codes = np.ascontiguousarray(codes, dtype=np.uint8)
     n, width = codes.shape
-    starts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    if starts[-1] != len(letters):
-        raise ValueError(f"{len(letters)} letters for rows of {int(starts[-1])} residues")
+    starts = _starts(letters, lengths)
     head_at = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(head_lengths, out=head_at[1:])
     at = np.zeros(n + 1, dtype=np.int64)

@@ -52,7 +52,7 @@ __all__ = [
     "SUEFF",
     "check_distances",
     "linkage",
-    "kmer_linkages",
+    "group_linkages",
     "assemble_nodes",
     "single_linkage",
     "spanning_joins",
@@ -158,29 +158,24 @@ def _linkage(d, method, children, heights):
 
 
 @njit(cache=True)
-def kmer_linkages(vals, pair_off, sizes, selfc, self_off, method, children, heights, join_off):
-    """:func:`linkage` of many groups' 6-mer distances at once (PartTree's small groups).
+def group_linkages(dist, pair_off, sizes, method, children, heights, join_off):
+    """:func:`linkage` of many groups at once (PartTree's small groups).
 
-    Group ``k`` has ``sizes[k]`` members, their k-mer counts ``selfc[self_off[k]:][:m]`` and
-    their shared counts ``vals[pair_off[k]:]`` for pairs ``i < j`` in row-major order; its
-    distance is ``1 - c / min(s_i, s_j)`` (1 where a side has no k-mer), as
-    ``parttree.counts.distances`` gives it, and its ``m - 1`` joins go to
-    ``children[join_off[k]:]`` and ``heights[join_off[k]:]``. ``method``: UPGMA or MAFFT.
+    Group ``k`` has ``sizes[k]`` members and the distances ``dist[pair_off[k]:]`` of its pairs
+    ``i < j`` in row-major order; its ``m - 1`` joins go to ``children[join_off[k]:]`` and
+    ``heights[join_off[k]:]``. ``method``: UPGMA or MAFFT.
     """
     for k in range(sizes.shape[0]):
         m = sizes[k]
         if m < 2:
             continue
         d = np.empty((m, m))
-        s = selfc[self_off[k] : self_off[k] + m]
         p = pair_off[k]
         for i in range(m):
             d[i, i] = np.inf
             for j in range(i + 1, m):
-                small = min(s[i], s[j])
-                x = 1.0 - vals[p] / max(small, 1) if small > 0 else 1.0
-                d[i, j] = x
-                d[j, i] = x
+                d[i, j] = dist[p]
+                d[j, i] = dist[p]
                 p += 1
         o = join_off[k]
         _linkage(d, method, children[o : o + m - 1], heights[o : o + m - 1])

@@ -38,7 +38,7 @@ from torchmsa.config import ExecutionPolicy, MemoryBudget, TreeConfig
 from torchmsa.cpu import tree as cpu_tree
 from torchmsa.errors import ArgumentError
 from torchmsa.parttree.assemble import assemble
-from torchmsa.parttree.counts import BatchCounts, FnCounts, LcsCounts
+from torchmsa.parttree.counts import BatchCounts, FnCounts, LcsCounts, pair_distances
 from torchmsa.parttree.split import choose_refs, merge_close, split
 from torchmsa.sequences import SequenceBatch
 from torchmsa.tree import Tree
@@ -161,17 +161,14 @@ def leaf_trees(counts, members: list[np.ndarray], sc: np.ndarray, linkage: int) 
     if not members:
         return []
     if isinstance(counts, BatchCounts) and linkage != cpu_tree.SINGLE:
-        vals, pair_off = counts.group_pairs(members)
+        vals, first, second, pair_off = counts.group_pairs(members)
+        dist = pair_distances(vals, sc[first], sc[second])
         sizes = np.fromiter(map(len, members), np.int64, len(members))
-        self_off = np.zeros(len(members) + 1, np.int64)
-        np.cumsum(sizes, out=self_off[1:])
-        join_off = self_off - np.arange(len(members) + 1)  # m - 1 joins a group
+        join_off = np.zeros(len(members) + 1, np.int64)
+        np.cumsum(sizes - 1, out=join_off[1:])  # m - 1 joins a group
         children = np.empty((int(join_off[-1]), 2), np.int64)
         heights = np.empty(int(join_off[-1]), np.float64)
-        selfc = sc[np.concatenate(members)]
-        cpu_tree.kmer_linkages(
-            vals, pair_off, sizes, selfc, self_off, linkage, children, heights, join_off
-        )
+        cpu_tree.group_linkages(dist, pair_off, sizes, linkage, children, heights, join_off)
         return [(children[lo:hi], heights[lo:hi]) for lo, hi in zip(join_off[:-1], join_off[1:])]
     out = []
     for m, block in zip(members, counts.blocks([(m, None) for m in members])):

@@ -15,7 +15,7 @@ from torchmsa.config import ExecutionPolicy
 from torchmsa.errors import ArgumentError
 from torchmsa.sequences import SequenceBatch
 
-__all__ = ["BatchCounts", "FnCounts", "LcsCounts", "distances", "lcs_distances"]
+__all__ = ["BatchCounts", "FnCounts", "LcsCounts", "distances", "pair_distances", "lcs_distances"]
 
 
 class _KmerDistances:
@@ -69,9 +69,10 @@ class BatchCounts(_KmerDistances):
             out.append(pair_counts(self.ids, self.n, self.ids, self.n, ps, qs, self.impl))
         return torch.cat(out).cpu().numpy() if out else np.zeros(0, np.int32)
 
-    def group_pairs(self, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """The shared counts of every pair ``i < j`` of each group, row-major, in one batch:
-        ``(int64 [P], offsets int64 [G + 1])`` (``blocks`` with ``b`` None, unpacked)."""
+    def group_pairs(self, groups: list[np.ndarray]):
+        """The pairs ``i < j`` of each group, row-major, counted in one batch: ``(counts
+        int64 [P], first int64 [P], second int64 [P], offsets int64 [G + 1])``, the pairs'
+        sequence indices in ``first`` and ``second`` (``blocks`` with ``b`` None, unpacked)."""
         sizes = np.fromiter(map(len, groups), np.int64, len(groups))
         off = np.zeros(len(groups) + 1, np.int64)
         np.cumsum(sizes * (sizes - 1) // 2, out=off[1:])
@@ -82,9 +83,10 @@ class BatchCounts(_KmerDistances):
             p_parts.append(a[i])
             q_parts.append(a[j])
         if not off[-1]:
-            return np.zeros(0, np.int64), off
-        flat = self._pairs(np.concatenate(p_parts), np.concatenate(q_parts))
-        return flat.astype(np.int64), off
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, off
+        p, q = np.concatenate(p_parts), np.concatenate(q_parts)
+        return self._pairs(p, q).astype(np.int64), p, q, off
 
     def blocks(self, tasks):
         """Counts of each task ``(a, b)`` (``int [len(a), len(b)]``; ``b`` None: all pairs of
@@ -156,7 +158,15 @@ class FnCounts(_KmerDistances):
 
 
 def distances(counts: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    smaller = np.minimum(sa[:, None], sb[None, :])
+    """The 6-mer distances of a block of shared counts between sequences of ``sa`` and
+    ``sb`` k-mers (:func:`pair_distances` of every pair)."""
+    return pair_distances(counts, sa[:, None], sb[None, :])
+
+
+def pair_distances(counts: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
+    """``1 - c / min(s_a, s_b)`` of pairs with ``c`` shared k-mers (1 where a side has none),
+    element by element."""
+    smaller = np.minimum(sa, sb)
     d = 1.0 - counts / np.maximum(smaller, 1)
     return np.where(smaller > 0, d, 1.0)
 
