@@ -5,6 +5,7 @@ one CPU core against parasail, and best-K (``torchmsa.local_topk``) on the seed'
         [--k 1,100] [--topk-max-cells 1.2e9] [--core C] [--quick] [--out DIR]
     python -m benchmarks.long_local --gpu [--n ...] [--m ...] [--k 1,100] [--max-cells X]
         [--timeout S] [--deadline S] [--cold-all] [--keep-cache] [--quick] [--out DIR]
+        [--ranks 1,2,4]
 
 Pairs come from :func:`benchmarks.ssca.make_pair` (protein by default: BLOSUM62, gap open 10,
 extend 1; ``--seqtype dna``: NUC.4.4, 10, 1), ``--planted`` segments each; GCUPS = n * m / s / 1e9.
@@ -28,6 +29,13 @@ folder, empty when the run starts (``cache_state``: what each child found there;
 ``--cold-all``: an empty one for every case; ``--keep-cache``: the caller's). Cases are run
 smallest first and rows appended after each, so a run cut short keeps what it measured.
 
+``--ranks 1,2,4``: each case once per world size, the child started by ``torchrun
+--standalone --nproc-per-node R`` (1 included, so every size pays the same launcher) and
+``local_topk(..., ranks=session)`` sharing the strips (decision 0059); ``seconds`` is the slowest
+rank's call (each call starts after a barrier), ``process_s`` the whole ``torchrun`` command
+(start, the pair's generation on every rank, both calls), ``speedup`` the 1-rank row's seconds
+(same call) over this row's, and ``ranks_agree`` whether every rank returned the same hits.
+
 Every ``local_topk`` call is checked: ``recall`` is the share of planted segments (at most K)
 that a hit overlaps in both query and subject, ``top_planted`` whether hit 1 does, and
 ``bad_hits`` counts hits whose rows do not spell the sequences' slices or do not score the hit's
@@ -37,6 +45,7 @@ score. Appends rows to ``long_local.csv`` in ``--out`` (``benchmarks/results``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -58,7 +67,8 @@ SEED_GRID = [(n, m) for n in (128, 1024, 10240) for m in (10**5, 10**6, 10**7, 1
 ]
 QUICK_CPU, QUICK_GPU = [(64, 20_000)], [(128, 10**5), (1024, 10**5)]
 QUICK_PLANTED = 10
-TABLE = ["case", "tool", "variant", "call", "seconds", "gcups", "peak_mem_mb", "recall", "note"]
+TABLE = ["case", "tool", "variant", "ranks", "call", "seconds", "speedup", "gcups", "peak_mem_mb"]
+TABLE += ["recall", "note"]
 
 
 # ---- pure helpers ---------------------------------------------------------------------------
@@ -361,7 +371,13 @@ def run_cpu(args) -> int:
 
 
 def run_case(args) -> dict:
-    """One ``--case n,m,k`` in this (fresh) process: a cold and a warm ``local_topk`` call."""
+    """One ``--case n,m,k`` in this (fresh) process: a cold and a warm ``local_topk`` call
+    (``--distributed``: this process is one rank of several)."""
+    with contextlib.ExitStack() as stack:
+        return _run_case(args, stack)
+
+
+def _run_case(args, stack: contextlib.ExitStack) -> dict:
     n, m, k = parse_sizes(args.case)
     t0 = time.perf_counter()
     pair = make_pair(n, m, seqtype=args.seqtype, planted=args.planted, seed=args.seed)
@@ -377,25 +393,45 @@ def run_case(args) -> dict:
 
     from torchmsa import local_topk as topk
 
-    cuda = torch.device(args.device).type == "cuda"
+    device, ranks, log = args.device, None, []
+    if args.distributed:
+        from torchmsa.distributed import World, session
+
+        ranks = stack.enter_context(session(World.from_env(), device, say=log.append))
+        device = ranks.device
+        ranks.all_gather(None)  # every rank has its pair
+    cuda = torch.device(device).type == "cuda"
     if cuda:
         with Timer(cuda=True) as t:
-            torch.zeros(1, device=args.device)
+            torch.zeros(1, device=device)
         out["context_s"] = t.seconds
     bio, first = _bio_matrix(args.seqtype), None
     kw = dict(matrix=MATRIX[args.seqtype], gap_open=GO, gap_extend=GE, seqtype=args.seqtype)
     for call in ("cold", "warm"):
+        if ranks is not None:
+            ranks.all_gather(None)
         try:
             with PeakCUDA() if cuda else PeakRSS() as peak, Timer(cuda=cuda) as t:
-                hits = topk(pair.query, pair.subject, k=k, device=args.device, **kw)
+                hits = topk(pair.query, pair.subject, k=k, device=device, ranks=ranks, **kw)
         except Exception as exc:  # recorded (out of memory, a kernel error); the run goes on
             out["calls"].append({"call": call, "error": f"{type(exc).__name__}: {exc}"[:300]})
             break
-        summary = _topk_summary(hits, pair, k, bio)
-        key = [(h.score, tuple(h.query), tuple(h.subject)) for h in hits]
+        key = [(h.score, tuple(h.query), tuple(h.subject), h.aligned) for h in hits]
+        call_out = dict(call=call, seconds=t.seconds, peak_mem_mb=peak.peak_mb)
+        call_out["extra_mem_mb"] = peak.extra_mb
+        if ranks is not None:
+            every = ranks.all_gather((call_out, key))
+            call_out["seconds"] = max(c["seconds"] for c, _ in every)
+            call_out["peak_mem_mb"] = max(c["peak_mem_mb"] for c, _ in every)
+            call_out["extra_mem_mb"] = max(c["extra_mem_mb"] for c, _ in every)
+            call_out["ranks_agree"] = all(other == key for _, other in every)
+        if ranks is None or ranks.leader:
+            call_out.update(_topk_summary(hits, pair, k, bio))
         first = key if first is None else first
-        call_out = dict(call=call, seconds=t.seconds, same_as_cold=key == first, **summary)
-        out["calls"].append(dict(call_out, peak_mem_mb=peak.peak_mb, extra_mem_mb=peak.extra_mb))
+        out["calls"].append(dict(call_out, same_as_cold=key == first))
+    out["leader"] = ranks is None or ranks.leader
+    if ranks is not None:  # what each rank says it did (decision 0059's log line)
+        out["rank_log"] = " | ".join(line for lines in ranks.all_gather(log) for line in lines)
     return out
 
 
@@ -405,18 +441,29 @@ def _children(args) -> list[tuple[int, int, int]]:
     return sorted(cases, key=lambda c: (c[0] * c[1], c[2]))
 
 
-def _child(args, n: int, m: int, k: int, env: dict, timeout: float) -> dict:
+def _child(args, n: int, m: int, k: int, env: dict, timeout: float, ranks=None) -> dict:
     cmd = [sys.executable, "-m", "benchmarks.long_local", "--case", f"{n},{m},{k}"]
+    if ranks is not None:
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+        cmd = [*launcher, "--nproc-per-node", str(ranks), *cmd[1:], "--distributed"]
     cmd += ["--device", args.device, "--seqtype", args.seqtype, "--seed", str(args.seed)]
     cmd += ["--planted", str(args.planted)]
+    t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:.0f} s"}
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
-    if not lines:
-        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
-    return json.loads(lines[-1][len("RESULT ") :])
+    wall = time.perf_counter() - t0
+    found = [
+        json.loads(x[len("RESULT ") :]) for x in proc.stdout.splitlines() if x.startswith("RESULT ")
+    ]
+    found = [r for r in found if r.pop("leader", True)]
+    if not found or proc.returncode:
+        # the first traceback's last line (a rank's error), else the end of what was printed
+        err = proc.stderr.strip()
+        lines = [x for x in err.splitlines() if "Error" in x and not x.startswith(" ")]
+        return {"error": f"exit {proc.returncode}: {(lines[0] if lines else err[-300:])[:300]}"}
+    return dict(found[-1], process_s=wall)
 
 
 def run_gpu(args, env: dict[str, str]) -> int:
@@ -430,7 +477,9 @@ def run_gpu(args, env: dict[str, str]) -> int:
     start, failed = time.perf_counter(), False
     backend = "numba" if args.device == "cpu" else "triton"
     mem_kind = "VmHWM growth" if args.device == "cpu" else "cuda max_memory_allocated"
-    for idx, (n, m, k) in enumerate(_children(args)):
+    cases = [(c, r) for c in _children(args) for r in args.ranks or [None]]
+    single: dict = {}  # (case, call) -> seconds of the 1-rank row
+    for idx, ((n, m, k), world) in enumerate(cases):
         child_env = dict(env)
         if root is not None:
             folder = os.path.join(root, str(idx) if args.cold_all else "shared")
@@ -438,18 +487,23 @@ def run_gpu(args, env: dict[str, str]) -> int:
                 child_env[f"{sub.upper()}_CACHE_DIR"] = os.path.join(folder, sub)
                 os.makedirs(os.path.join(folder, sub), exist_ok=True)
         base = dict(case=_case(n, m), n=n, m=m, k=k, cells=n * m, tool="torchmsa local_topk")
-        base.update(backend=backend, variant=f"best-{k}", mem_kind=mem_kind)
+        base.update(backend=backend, variant=f"best-{k}", mem_kind=mem_kind, ranks=world or "")
         left = args.deadline - (time.perf_counter() - start)
         if left < 30:
             _save([dict(base, note="skipped: --deadline reached")], args, meta)
             continue
-        res = _child(args, n, m, k, child_env, min(args.timeout, left))
+        res = _child(args, n, m, k, child_env, min(args.timeout, left), world)
         calls = res.pop("calls", None) or [{"call": "", "error": res.pop("error", "no result")}]
         rows = []
         for c in calls:
             row = {**base, **{key: v for key, v in res.items() if key != "error"}, **c}
             row["note"] = row.pop("error", "")
             row["gcups"] = gcups(n, m, row.get("seconds"))
+            if world is not None and row.get("seconds"):
+                one = single.setdefault(
+                    (n, m, k, row["call"]), row["seconds"] if world == 1 else None
+                )
+                row["speedup"] = one / row["seconds"] if one else ""
             failed |= bool(row["note"]) or row.get("bad_hits", 0) > 0
             rows.append(row)
         _save(rows, args, meta)
@@ -507,17 +561,22 @@ def main(argv=None) -> int:
     ap.add_argument("--deadline", type=float, default=math.inf, help="--gpu: seconds in all")
     ap.add_argument("--cold-all", action="store_true", help="--gpu: empty caches for each case")
     ap.add_argument("--keep-cache", action="store_true", help="--gpu: the caller's caches")
+    ap.add_argument("--ranks", default=None, help="--gpu: world sizes under torchrun, e.g. 1,2,4")
     ap.add_argument("--case", default=None, help=argparse.SUPPRESS)  # n,m,k: one child case
+    ap.add_argument("--distributed", action="store_true", help=argparse.SUPPRESS)  # a rank
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
     args = ap.parse_args(argv)
     if args.planted is None:
         args.planted = QUICK_PLANTED if args.quick else 50
     if args.case:
-        print("RESULT " + json.dumps(run_case(args)), flush=True)
+        res = run_case(args)
+        if res.get("leader", True):  # under torchrun, rank 0 speaks for the ranks
+            print("RESULT " + json.dumps(res), flush=True)
         return 0
     if args.cpu == args.gpu:
         ap.error("choose one of --cpu or --gpu")
     args.k = parse_sizes(args.k)
+    args.ranks = sorted(parse_sizes(args.ranks)) if args.ranks else None
     args.grid, args.grid_name = _grid(args)
     if args.cpu:
         return run_cpu(args)

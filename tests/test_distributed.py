@@ -15,11 +15,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 import torchmsa
-from torchmsa.cli import batch
+from torchmsa.cli import batch, main
 from torchmsa.cli.common import Parser
 from torchmsa.config import AlignConfig
 from torchmsa.distributed import (
@@ -359,6 +360,34 @@ with session(World.from_env(), "cpu", timeout_s=60, keep=False) as s:
         print(f"stopped after {time.perf_counter() - t0:.1f} s: {exc}", flush=True)
         sys.exit(5)
 """
+
+
+@needs_torchrun
+def test_local_on_two_ranks_writes_what_one_process_writes(tmp_path):
+    """``torchmsa local`` under torchrun: the subjects' strips shared by two ranks (decision
+    0059), rank 0 writes one process's output, each rank logs its share."""
+    rng = np.random.default_rng(5)
+    amino = list("ARNDCQEGHILKMFPSTWYV")
+    query = "".join(rng.choice(amino, 40))
+    blocks = ["".join(rng.choice(amino, 480)) + query + "".join(rng.choice(amino, 480))]
+    subject = "".join(blocks * 4)
+    (tmp_path / "q.fa").write_text(f">q1\n{query}\n")
+    (tmp_path / "s.fa").write_text(f">s1\n{subject}\n>s2\n{subject[::-1]}\n")
+    args = ["local", str(tmp_path / "q.fa"), str(tmp_path / "s.fa"), "-k", "6", "--device", "cpu"]
+    one = tmp_path / "one.tsv"
+    assert main([*args, "-o", str(one), "--distributed", "off"]) == 0
+    two = tmp_path / "two.tsv"
+    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", "-m", "torchmsa", *args, "-o"]
+    proc = subprocess.run(
+        [*cmd, str(two)], env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert two.read_bytes() == one.read_bytes()
+    rows = one.read_text().splitlines()[1:]
+    assert len(rows) == 12 and rows[0].split("\t")[3] == rows[1].split("\t")[3]
+    # a line per rank and subject (the ranks' lines may share a line of the merged stderr)
+    assert proc.stderr.count("torchmsa local: rank") == 4, proc.stderr
+    assert proc.stderr.count("torchmsa local: rank 1/2") == 2
 
 
 @needs_torchrun

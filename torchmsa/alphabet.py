@@ -261,17 +261,18 @@ def encode(seq: str, alphabet: Alphabet, name: str = "", index: int = 0) -> tupl
     """
     if not isinstance(seq, str):
         raise _not_a_string(seq, name, index)
-    # each non-ASCII character becomes one '?' (invalid), so byte i is still character i
-    raw = np.frombuffer(seq.encode("ascii", "replace"), dtype=np.uint8)
-    codes = alphabet.lookup[raw]
-    bad = np.flatnonzero(codes == INVALID)
-    if bad.size:
-        pos = int(bad[0])
+    # each non-ASCII character becomes one '?' (invalid), so byte i is still character i;
+    # bytes.translate looks the codes up at a byte a residue (a numpy index array takes 8)
+    raw = seq.encode("ascii", "replace")
+    coded = raw.translate(alphabet.lookup.tobytes())
+    if INVALID in coded:
+        pos = coded.index(INVALID)
         raise InvalidCharacterError(name, index, pos + 1, seq[pos], alphabet.name)
-    keep = codes != alphabet.gap_code
-    if keep.all():
+    codes = np.frombuffer(bytearray(coded), dtype=np.uint8)  # a writable copy
+    if alphabet.gap_code not in coded:
         return codes, seq
-    return codes[keep], raw[keep].tobytes().decode("ascii")
+    keep = codes != alphabet.gap_code
+    return codes[keep], np.frombuffer(raw, dtype=np.uint8)[keep].tobytes().decode("ascii")
 
 
 def encode_batch(

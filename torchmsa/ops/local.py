@@ -17,13 +17,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from torchmsa import constants
-from torchmsa.alphabet import encode, get_alphabet, resolve_alphabet
+from torchmsa.alphabet import GAP_CHARS, INVALID, encode, get_alphabet, resolve_alphabet
 from torchmsa.config import MemoryBudget
-from torchmsa.cpu import strip as cpu_strip
-from torchmsa.errors import ArgumentError, EmptyInputError
+from torchmsa.errors import ArgumentError, EmptyInputError, InvalidCharacterError
 from torchmsa.ops.backend import budget_bytes, resolve_backend, resolve_device
-from torchmsa.ops.local_strips import LocalPlan, StripDP, plan_layout
+from torchmsa.ops.local_hits import LocalHits, Tracer, topk_one, topk_over_ranks
+from torchmsa.ops.local_strips import W_MAX, WARMUP_COLUMNS, LocalPlan
 from torchmsa.ops.pairwise import rows_from_ops
 from torchmsa.scoring import get_scoring
 
@@ -44,32 +43,6 @@ class LocalHit(NamedTuple):
     query: tuple[int, int]
     subject: tuple[int, int]
     aligned: tuple[str, str]
-
-
-class LocalHits(NamedTuple):
-    """The hits of :func:`local_topk_codes`, best first, as CPU tensors.
-
-    Attributes:
-        score: ``int32 [K]`` scores.
-        query_start, query_end: ``int64 [K]``: hit ``t`` aligns query residues
-            ``query_start[t] .. query_end[t] - 1``.
-        subject_start, subject_end: the same for the subject.
-        n_ops: ``int32 [K]`` ops per hit.
-        ops: ``uint8 [K, L]``: hit ``t``'s ops in ``ops[t, :n_ops[t]]`` (``0`` a residue pair,
-            ``1`` a query residue against a gap, ``2`` a gap against a subject residue).
-        plan: the :class:`LocalPlan` used, every field resolved.
-        refilled: strips filled again after the first pass (fix-ups and recomputations).
-    """
-
-    score: torch.Tensor
-    query_start: torch.Tensor
-    query_end: torch.Tensor
-    subject_start: torch.Tensor
-    subject_end: torch.Tensor
-    n_ops: torch.Tensor
-    ops: torch.Tensor
-    plan: LocalPlan
-    refilled: int
 
 
 def _count(name: str, value, low: int) -> int:
@@ -109,6 +82,7 @@ def local_topk_codes(
     backend: str = "auto",
     budget: MemoryBudget | int | None = None,
     plan: LocalPlan | None = None,
+    ranks=None,
 ) -> LocalHits:
     """Best-K local alignment on code tensors (the engine of :func:`local_topk`).
 
@@ -124,6 +98,10 @@ def local_topk_codes(
         budget: the memory the strips may take on the codes' device (bytes or a
             ``MemoryBudget``; ``None``: ``MemoryBudget()``); a hit's traceback takes the host's.
         plan: the strip layout (:class:`LocalPlan`; ``None``: chosen from the budget).
+        ranks: ``None``, or the ranks that share the subject (an object with ``rank``,
+            ``size`` and ``all_gather(obj)``, such as a ``torchmsa.distributed.Session``):
+            every rank calls with the same arguments (codes on its own device) and gets the
+            same hits (``torchmsa/ops/local_ranks.py``).
 
     Returns:
         :class:`LocalHits`, best first.
@@ -133,6 +111,18 @@ def local_topk_codes(
         EmptyInputError: ``query`` or ``subject`` is empty.
         ResourceError: the checkpoints (or a hit's traceback rectangle) do not fit the budget.
     """
+    return _topk_codes(
+        query, subject, matrix, gap_open, gap_extend, k, min_score, backend, budget, plan, ranks
+    )
+
+
+def _topk_codes(
+    query, subject, matrix, gap_open, gap_extend, k, min_score, backend, budget, plan, ranks,
+    whole=None,
+) -> LocalHits:  # fmt: skip
+    """:func:`local_topk_codes`; ``whole``: with ``ranks``, where ``subject`` holds only the
+    codes this rank's strips reach, a function giving all of them (rank 0 alone may need
+    them)."""
     k, min_score = _count("k", k, 1), _count("min_score", min_score, 1)
     go, ge = _count("gap_open", gap_open, 0), _count("gap_extend", gap_extend, 0)
     if plan is None:
@@ -150,55 +140,10 @@ def local_topk_codes(
     be = resolve_backend(backend, query.device)
     work = query.device if be == "triton" else torch.device("cpu")
     q, s = query.to(work), subject.to(work)
-    n, m = q.shape[0], s.shape[0]
-    resolved, chunk = plan_layout(n, m, plan, be, work, budget_bytes(budget, work))
-    host_bytes = budget_bytes(budget, torch.device("cpu"))
-    dp = StripDP(q, s, torch.from_numpy(mat_np).to(work), go, ge, resolved, chunk, be)
-    dp.first_pass()
-    q_host = q.cpu().numpy()
-    col_max = mat_np[np.unique(q_host)].max(0)  # [A] best score of a subject code
-    hits = []
-    while len(hits) < k:
-        score, i_end, j_end, j_start = dp.top()
-        if score < min_score:
-            break
-        s_part = s[j_start - 1 : j_end].cpu().numpy()
-        i_first = cpu_strip.rect_first_row(score, i_end, s_part, col_max, go, ge)
-        ops, i0, j0, h = cpu_strip.rect_traceback(
-            q_host[i_first - 1 : i_end], s_part, j_start, mat_np, go, ge, dp.forbid_ptr,
-            dp.forbid_col, host_bytes, i_first,
-        )  # fmt: skip
-        if h != score or j0 != j_start - 1:
-            raise RuntimeError(
-                f"internal error: hit ({i_end}, {j_end}) of score {score} starting at column "
-                f"{j_start} traces back to score {h} from column {j0 + 1} ({be} backend)"
-            )
-        hits.append((score, i0, i_end, j0, j_end, ops))
-        if len(hits) == k:
-            break
-        match = ops == constants.OP_MATCH
-        i = i0 + np.cumsum(ops != constants.OP_LEFT)
-        j = j0 + np.cumsum(ops != constants.OP_UP)
-        dp.forbid(i[match], j[match])
-        dp.recompute(j_start, j_end, score)
-    return _pack(hits, resolved, dp.refilled)
-
-
-def _pack(hits, plan: LocalPlan, refilled: int) -> LocalHits:
-    K = len(hits)
-    width = max([len(h[5]) for h in hits], default=0)
-    ops = np.zeros((K, width), np.uint8)
-    for t, h in enumerate(hits):
-        ops[t, : len(h[5])] = h[5]
-    cols = np.array([h[:5] for h in hits], np.int64).reshape(K, 5)
-    return LocalHits(
-        torch.from_numpy(cols[:, 0].astype(np.int32)),
-        *(torch.from_numpy(cols[:, c].copy()) for c in (1, 2, 3, 4)),
-        torch.tensor([len(h[5]) for h in hits], dtype=torch.int32),
-        torch.from_numpy(ops),
-        plan,
-        refilled,
-    )
+    tracer = Tracer(q, s, mat_np, go, ge, budget_bytes(budget, torch.device("cpu")), be)
+    if ranks is not None and ranks.size > 1:
+        return topk_over_ranks(ranks, tracer, k, min_score, plan, budget, whole)
+    return topk_one(tracer, k, min_score, plan, budget_bytes(budget, work))
 
 
 def local_topk(
@@ -215,6 +160,7 @@ def local_topk(
     backend: str = "auto",
     budget: MemoryBudget | int | None = None,
     plan: LocalPlan | None = None,
+    ranks=None,
 ) -> list[LocalHit]:
     """The ``k`` best local alignments of ``query`` in ``subject`` (Waterman-Eggert), exactly.
 
@@ -232,6 +178,9 @@ def local_topk(
             :func:`~torchmsa.pairwise_align` (BLOSUM62 / NUC.4.4, gaps 10 and 1 by default).
         budget: the memory the strips may take (bytes or a ``MemoryBudget``).
         plan: the strip layout (:class:`LocalPlan`; ``None``: chosen from the budget).
+        ranks: ``None``, or a ``torchmsa.distributed.Session`` whose ranks share the subject's
+            strips (each on its own GPU; ``device="auto"`` takes the rank's): every rank calls
+            with the same arguments and gets the same hits, those of one process.
 
     Returns:
         Up to ``k`` :class:`LocalHit`, best first.
@@ -261,25 +210,24 @@ def local_topk(
     alphabet = resolve_alphabet(seqtype, [query, subject]) if auto else get_alphabet(seqtype)
     scoring = get_scoring(alphabet, matrix, gap_open, gap_extend)
     q_codes, q_text = encode(query, alphabet, "query", 0)
-    s_codes, s_text = encode(subject, alphabet, "subject", 1)
-    for name, codes in (("query", q_codes), ("subject", s_codes)):
-        if codes.shape[0] == 0:
-            raise EmptyInputError(f"the {name} has no residues; give at least one")
-    dev = resolve_device(device)
+    auto_device = isinstance(device, str) and device == "auto"
+    dev = ranks.device if ranks is not None and auto_device else resolve_device(device)
     if resolve_backend(backend, dev) == "cpu":
         dev = torch.device("cpu")
-    r = local_topk_codes(
-        torch.from_numpy(q_codes).to(dev),
-        torch.from_numpy(s_codes).to(dev),
-        scoring.matrix,
-        scoring.gap_open,
-        scoring.gap_extend,
-        k=k,
-        min_score=min_score,
-        backend=backend,
-        budget=budget,
-        plan=plan,
-    )
+    whole = None
+    if ranks is not None and ranks.size > 1 and subject and not set(GAP_CHARS) & set(subject):
+        s_dev, whole = _subject_share(subject, alphabet, ranks, plan or LocalPlan(), dev)
+        s_text = subject
+    else:
+        s_codes, s_text = encode(subject, alphabet, "subject", 1)
+        s_dev = torch.from_numpy(s_codes).to(dev)
+    for name, size in (("query", q_codes.shape[0]), ("subject", s_dev.shape[0])):
+        if size == 0:
+            raise EmptyInputError(f"the {name} has no residues; give at least one")
+    r = _topk_codes(
+        torch.from_numpy(q_codes).to(dev), s_dev, scoring.matrix, scoring.gap_open,
+        scoring.gap_extend, k, min_score, backend, budget, plan, ranks, whole,
+    )  # fmt: skip
     spans = torch.stack([r.query_start, r.query_end, r.subject_start, r.subject_end]).tolist()
     qa, qb, sa, sb = spans
     rows = rows_from_ops(
@@ -290,3 +238,32 @@ def local_topk(
         LocalHit(score, (a, b), (c, d), row)
         for score, a, b, c, d, row in zip(r.score.tolist(), qa, qb, sa, sb, rows)
     ]
+
+
+def _subject_share(subject: str, alphabet, ranks, plan: LocalPlan, device):
+    """The subject's codes on ``device`` where this rank's strips (and their warm-up) can
+    reach, zeros elsewhere, so that each rank encodes about ``1 / size`` of a long subject;
+    every character checked by one rank (the first invalid one raised on every rank, as
+    :func:`encode` names it). Returns the codes and a function that encodes them all (for
+    rank 0 when it runs the job alone). The subject holds no gap character."""
+    m, size, r = len(subject), ranks.size, ranks.rank
+    width = max(W_MAX, plan.strip_width or 0)
+    margin = (3 + (1 if plan.warmup is None else plan.warmup)) * width + WARMUP_COLUMNS
+    own_a, own_b = r * m // size, (r + 1) * m // size
+    a, b = max(0, own_a - margin), min(m, own_b + margin)
+    if m < 2 * size * width:  # fewer strips than ranks may be: every rank encodes it all
+        a, b = 0, m
+    # one '?' (invalid) per non-ASCII character, so byte i is character i (as ``encode``)
+    coded = subject[a:b].encode("ascii", "replace").translate(alphabet.lookup.tobytes())
+    bad = coded.find(INVALID, own_a - a, own_b - a)
+    firsts = [x for x in ranks.all_gather(bad + a if bad >= 0 else None) if x is not None]
+    if firsts:
+        pos = min(firsts)
+        raise InvalidCharacterError("subject", 1, pos + 1, subject[pos], alphabet.name)
+    codes = torch.zeros(m, dtype=torch.uint8, device=device)
+    codes[a:b] = torch.frombuffer(bytearray(coded), dtype=torch.uint8).to(device)
+
+    def whole() -> torch.Tensor:
+        return torch.from_numpy(encode(subject, alphabet, "subject", 1)[0]).to(device)
+
+    return codes, whole

@@ -156,8 +156,10 @@ class _Job:
 
 
 class StripDP:
-    """Checkpoints ``ckpt [S, 4, n + 1]`` and best cells ``best [S, 4]`` of the current matrix
-    (every forbidden pair so far), kept exact; ``best_host`` mirrors ``best``.
+    """Checkpoints ``ckpt [hi - lo, 4, n + 1]`` and best cells ``best [hi - lo, 4]`` of strips
+    ``lo .. hi - 1`` of the current matrix (every forbidden pair so far), kept exact;
+    ``best_host`` mirrors ``best``. Strip indices are the subject's (``0 .. S - 1``); the store
+    holds row ``k - lo`` for strip ``k``.
 
     Arguments:
         q, s: ``uint8 [n]``, ``uint8 [m]`` codes on the work device.
@@ -165,26 +167,37 @@ class StripDP:
         plan: a resolved :class:`LocalPlan`; chunk: strips a refill launch may hold.
         backend: ``"cpu"`` or ``"triton"``.
         sequential: recompute strip by strip up to the stop (``cpu_strip.refill_until``; CPU
-            only) rather than in chunks split into segments (``None``: on the CPU backend).
+            only, all strips) rather than in chunks split into segments (``None``: on the CPU
+            backend when the store holds every strip).
+        strips: ``(lo, hi)``, the strips kept (``None``: all); a rank's share of the subject
+            (``torchmsa/ops/local_ranks.py``).
     """
 
     def __init__(
         self, q, s, mat, go: int, ge: int, plan: LocalPlan, chunk: int, backend: str,
-        sequential: bool | None = None,
+        sequential: bool | None = None, strips: tuple[int, int] | None = None,
     ):  # fmt: skip
         self.q, self.s, self.mat, self.go, self.ge = q, s, mat, int(go), int(ge)
         self.plan, self.chunk, self.backend = plan, chunk, backend
-        self.sequential = backend == "cpu" if sequential is None else bool(sequential)
-        if self.sequential and q.device.type != "cpu":
-            raise ArgumentError(f"a sequential refill runs on the CPU; the codes are on {q.device}")
         self.n, self.m, self.W = q.shape[0], s.shape[0], plan.strip_width
         self.S = -(-self.m // self.W)
-        dev = q.device
-        self.ckpt = torch.empty((self.S, 4, self.n + 1), dtype=torch.int32, device=dev)
-        self.best = torch.empty((self.S, 4), dtype=torch.int32, device=dev)
-        self.best_host = np.zeros((self.S, 4), np.int32)
+        self.lo, self.hi = (0, self.S) if strips is None else (int(strips[0]), int(strips[1]))
+        if not 0 <= self.lo < self.hi <= self.S:
+            raise ArgumentError(f"Invalid strips {strips!r} of {self.S} strips")
+        whole = (self.lo, self.hi) == (0, self.S)
+        self.sequential = backend == "cpu" and whole if sequential is None else bool(sequential)
+        if self.sequential and (q.device.type != "cpu" or not whole):
+            raise ArgumentError(
+                f"a sequential refill runs on the CPU over every strip; the codes are on "
+                f"{q.device}, strips {self.lo}..{self.hi - 1} of {self.S}"
+            )
+        dev, size = q.device, self.hi - self.lo
+        self.ckpt = torch.empty((size, 4, self.n + 1), dtype=torch.int32, device=dev)
+        self.best = torch.empty((size, 4), dtype=torch.int32, device=dev)
+        self.best_host = np.zeros((size, 4), np.int32)
         self.zero = torch.zeros((4, self.n + 1), dtype=torch.int32, device=dev)
         self.zero[1] = NEG
+        self.origin = self.zero  # the column before strip ``lo``
         self.keys = np.zeros(0, np.int64)  # forbidden pairs as i * (m + 1) + j, sorted
         self.forbid_ptr = np.zeros(self.n + 2, np.int32)
         self.forbid_col = np.zeros(0, np.int32)
@@ -206,15 +219,41 @@ class StripDP:
 
     def column(self, k: int) -> torch.Tensor:
         """The column before strip ``k`` (a copy)."""
-        return self.zero.clone() if k == 0 else self.ckpt[k - 1].clone()
+        return self.origin.clone() if k == self.lo else self.ckpt[k - 1 - self.lo].clone()
+
+    def last(self) -> torch.Tensor:
+        """The column after the last strip kept (a copy)."""
+        return self.ckpt[-1].clone()
 
     def first_pass(self) -> int:
-        """Fill every strip: segments in parallel after warm-ups, then fix-up rounds until
-        each segment's input column equals its predecessor's last checkpoint. Returns the
-        number of fix-up rounds."""
-        per = -(-self.S // self.plan.segments)
-        a = np.arange(0, self.S, per, dtype=np.int64)  # [C] first strip of each segment
-        return self._segments(a, np.minimum(a + per, self.S), self.zero)
+        """Fill every strip kept from :attr:`origin`: segments in parallel after warm-ups,
+        then fix-up rounds until each segment's input column equals its predecessor's last
+        checkpoint. Returns the number of fix-up rounds."""
+        per = -(-(self.hi - self.lo) // self.plan.segments)
+        a = np.arange(self.lo, self.hi, per, dtype=np.int64)  # [C] first strip of each segment
+        return self._segments(a, np.minimum(a + per, self.hi), self.origin)
+
+    def warm_origin(self) -> None:
+        """Take as :attr:`origin` the column that ``warmup`` strips before ``lo`` leave when
+        filled from a zero column (a guess; :meth:`set_origin` corrects it)."""
+        w = min(self.plan.warmup, self.lo)
+        if not w:
+            return
+        n1, dev = self.n + 1, self.q.device
+        wck = torch.empty((w, 4, n1), dtype=torch.int32, device=dev)
+        wbest = torch.empty((w, 4), dtype=torch.int32, device=dev)
+        self._fill([self.lo - w], [self.lo], self.zero[None], [0], wck, wbest)
+        self.origin = wck[w - 1].clone()
+
+    def set_origin(self, col: torch.Tensor) -> bool:
+        """Make ``col`` the column before strip ``lo`` and refill from it until a checkpoint
+        comes out unchanged. Returns whether ``col`` differed from :attr:`origin`."""
+        col = col.to(self.q.device)
+        if bool((col == self.origin).all()):
+            return False
+        self.origin = col.clone()
+        self._refill([_Job(self.lo, self.hi, self.lo, self.origin, 0)])
+        return True
 
     def _segments(self, a: np.ndarray, b: np.ndarray, col0: torch.Tensor) -> int:
         """Fill strips ``a[0] .. b[-1] - 1`` exactly, cut into segments ``a[c] .. b[c] - 1``
@@ -234,11 +273,12 @@ class StripDP:
             w_t = torch.as_tensor(w, device=dev)
             self._fill(a[w] - warm[w], a[w], inp[w_t], wslot, wck, wbest)
             inp[w_t] = wck[torch.as_tensor(wslot + warm[w] - 1, device=dev)]
-        self._fill(a, b, inp, a, self.ckpt, self.best)
-        self.best_host[a[0] : b[-1]] = self.best[a[0] : b[-1]].cpu().numpy()
+        lo = self.lo
+        self._fill(a, b, inp, a - lo, self.ckpt, self.best)
+        self.best_host[a[0] - lo : b[-1] - lo] = self.best[a[0] - lo : b[-1] - lo].cpu().numpy()
         rounds = 0
         while C > 1:
-            prev = self.ckpt[torch.as_tensor(a[1:] - 1, device=dev)]  # [C - 1, 4, n + 1]
+            prev = self.ckpt[torch.as_tensor(a[1:] - 1 - lo, device=dev)]  # [C - 1, 4, n + 1]
             ok = (inp[1:] == prev).flatten(1).all(1).cpu().numpy()
             bad = np.flatnonzero(~ok) + 1
             if not bad.size:
@@ -249,8 +289,10 @@ class StripDP:
             rounds += 1
         return rounds
 
-    def recompute(self, j_start: int, j_end: int, score: int = 0) -> None:
-        """Refill after forbidding pairs in DP columns ``j_start .. j_end`` (a hit of ``score``).
+    def recompute(self, j_start: int, j_end: int, score: int = 0) -> bool:
+        """Refill after forbidding pairs in DP columns ``j_start .. j_end`` (a hit of ``score``);
+        returns whether the column after the last strip kept changed (only possible when
+        strips after ``hi`` exist: they would need a refill too).
 
         Columns before ``j_start`` are unchanged, so the refill starts at the strip holding it
         from the stored checkpoint before that strip, and stops after the first strip, at or
@@ -263,7 +305,7 @@ class StripDP:
         ``segments`` segments filled in parallel after their warm-ups (:meth:`_segments`), so
         its critical path is about ``warmup + 1`` strips however long it is.
         """
-        k0, k1 = (j_start - 1) // self.W, (j_end - 1) // self.W
+        k0, k1 = max((j_start - 1) // self.W, self.lo), (j_end - 1) // self.W
         col = self.column(k0)
         if self.sequential:
             end = cpu_strip.refill_until(
@@ -272,25 +314,27 @@ class StripDP:
             )  # fmt: skip
             self.refilled += end - k0
             self.best_host[k0:end] = self.best[k0:end].numpy()
-            return
+            return False
         reach = -(-4 * max(int(score), 0) // (max(self.ge, 1) * self.W))
         size = k1 - k0 + self.plan.refill + reach
+        lo = self.lo
         while True:
-            end = min(self.S, k0 + size)
-            old = self.ckpt[end - 1].clone()  # [4, n + 1]
+            end = min(self.hi, k0 + size)
+            old = self.ckpt[end - 1 - lo].clone()  # [4, n + 1]
             if end - k0 > self.plan.warmup + 1 and self.plan.segments > 1:
                 step = -(-(end - k0) // self.plan.segments)  # warm-ups fit the plan's memory
                 a = np.arange(k0, end, step, dtype=np.int64)
                 self._segments(a, np.minimum(a + step, end), col)
             else:
-                self._fill([k0], [end], col[None], [k0], self.ckpt, self.best)
-                self.best_host[k0:end] = self.best[k0:end].cpu().numpy()
+                self._fill([k0], [end], col[None], [k0 - lo], self.ckpt, self.best)
+                self.best_host[k0 - lo : end - lo] = self.best[k0 - lo : end - lo].cpu().numpy()
             self.refilled += end - k0
             # Strips past k1 see no new forbidden pair: once a new checkpoint there equals the
             # old one, every later one does, so the range's last one decides.
-            if end == self.S or bool((self.ckpt[end - 1] == old).all()):
-                return
-            col, k0, size = self.ckpt[end - 1].clone(), end, 2 * size
+            same = bool((self.ckpt[end - 1 - lo] == old).all())
+            if end == self.hi or same:
+                return not same and self.hi < self.S
+            col, k0, size = self.ckpt[end - 1 - lo].clone(), end, 2 * size
 
     def _refill(self, jobs: list[_Job]) -> None:
         """Run ``jobs`` together, chunk by chunk, copying what they fill into the store."""
@@ -308,7 +352,7 @@ class StripDP:
             sbest = torch.empty((total, 4), dtype=torch.int32, device=dev)
             self._fill(lo, lo + cnt, torch.stack([j.col for j in active]), slot, sck, sbest)
             self.refilled += total
-            at = np.concatenate([k + np.arange(c) for k, c in zip(lo, cnt)])
+            at = np.concatenate([k + np.arange(c) for k, c in zip(lo, cnt)]) - self.lo
             at_t = torch.as_tensor(at, device=dev)
             same = (sck == self.ckpt.index_select(0, at_t)).flatten(1).all(1)
             host = torch.cat([same[:, None].to(torch.int32), sbest], 1).cpu().numpy()  # [T, 5]
