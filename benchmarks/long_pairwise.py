@@ -7,6 +7,13 @@ The pair: ``b`` is ``m`` random residues, ``a`` a slice of ``n`` of them with 15
 positions substituted and 60 one-residue deletions and insertions.
 
     python -m benchmarks.long_pairwise --cases 5001x200000:local:linear,5001x200000:local:full
+    python -m benchmarks.long_pairwise --cases 100000x100000:global:gpu --check
+
+``gpu``: the call on ``cuda`` (a global pair of 2^28 cells or more goes through the strips,
+decision 0060): ``cold_s`` is the first call in the process (compiles or loads the kernels),
+``call_s`` the second; ``peak_gpu_mib`` is ``torch.cuda.max_memory_allocated`` of the second.
+``--check`` also scores the pair on the CPU (score only, all cores) and records whether the
+scores agree (``cpu_score_agrees``) and whether the rows spell the two sequences.
 """
 
 from __future__ import annotations
@@ -41,6 +48,38 @@ def _rss(field: str) -> int:
         return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(field))
 
 
+def gpu_child(n: int, m: int, mode: str, check: bool) -> dict:
+    import torch
+
+    from torchmsa import pairwise_align
+    from torchmsa.ops.global_strips import LONG_GLOBAL_CELLS
+
+    a, b = pair(n, m)
+    t = time.perf_counter()
+    pairwise_align(a, b, mode=mode, device="cuda")
+    torch.cuda.synchronize()
+    cold = time.perf_counter() - t
+    torch.cuda.reset_peak_memory_stats()
+    t = time.perf_counter()
+    r = pairwise_align(a, b, mode=mode, device="cuda")
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - t
+    peak = torch.cuda.max_memory_allocated() / 2**20
+    out = {
+        "took": "strips" if mode == "global" and n * m >= LONG_GLOBAL_CELLS else "batched",
+        "score": r.score, "columns": len(r.aligned[0]), "cold_s": round(cold, 3),
+        "call_s": round(wall, 4), "peak_gpu_mib": round(peak, 1),
+        "peak_rss_mib": round(_rss("VmHWM:") / 2**20, 1), "gcups": round(n * m / wall / 1e9, 2),
+        "rows_spell": r.aligned[0].replace("-", "") == a and r.aligned[1].replace("-", "") == b,
+    }  # fmt: skip
+    if check:
+        t = time.perf_counter()
+        cpu = pairwise_align(a, b, mode=mode, device="cpu", traceback=False)
+        out.update(cpu_score=cpu.score, cpu_score_agrees=cpu.score == r.score)
+        out["cpu_score_s"] = round(time.perf_counter() - t, 2)
+    return out
+
+
 def child(n: int, m: int, mode: str, path: str, budget_mib: int) -> dict:
     from torchmsa import pairwise_align
     from torchmsa.config import MemoryBudget
@@ -70,19 +109,24 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", default="5001x200000:local:linear,5001x200000:local:full")
     ap.add_argument("--budget-mib", type=int, default=500, help="host budget of 'linear' runs")
     ap.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
+    ap.add_argument("--check", action="store_true", help="gpu: score on the CPU too")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         size, mode, path = args.child.split(":")
         n, m = (int(x) for x in size.split("x"))
-        print(json.dumps(child(n, m, mode, path, args.budget_mib)))
+        if path == "gpu":
+            print(json.dumps(gpu_child(n, m, mode, args.check)))
+        else:
+            print(json.dumps(child(n, m, mode, path, args.budget_mib)))
         return 0
+    gpu = any(case.endswith(":gpu") for case in args.cases.split(","))
     rows = []
     for case in args.cases.split(","):
         size, mode, path = case.split(":")
         n, m = (int(x) for x in size.split("x"))
         argv_c = [sys.executable, "-m", "benchmarks.long_pairwise", "--child", case,
-                  "--budget-mib", str(args.budget_mib)]  # fmt: skip
+                  "--budget-mib", str(args.budget_mib)] + ["--check"] * args.check  # fmt: skip
         out = subprocess.run(argv_c, capture_output=True, text=True)
         if out.returncode:
             print(out.stderr[-2000:], file=sys.stderr)
@@ -91,7 +135,7 @@ def main(argv=None) -> int:
                      "budget_mib": args.budget_mib if path == "linear" else None,
                      **json.loads(out.stdout.strip().splitlines()[-1])})  # fmt: skip
         print(markdown_table(rows[-1:]), flush=True)
-    path = append_rows("long_pairwise", rows, run_metadata("cpu"), args.out)
+    path = append_rows("long_pairwise", rows, run_metadata("cuda" if gpu else "cpu"), args.out)
     print(f"appended {len(rows)} rows to {path}")
     return 0
 

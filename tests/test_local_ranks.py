@@ -12,8 +12,9 @@ import local_oracle as oracle
 import numpy as np
 import pytest
 import torch
+from test_local_topk import _codes, _hits
 
-from torchmsa.alphabet import DNA, PROTEIN, encode
+from torchmsa.alphabet import DNA, PROTEIN
 from torchmsa.errors import InvalidCharacterError, ResourceError
 from torchmsa.ops import local as ops_local
 from torchmsa.ops import local_hits
@@ -90,19 +91,6 @@ def over_ranks(size: int, call):
     for t in threads:
         t.join()
     return out, ranks
-
-
-def _codes(text, alphabet):
-    return torch.from_numpy(encode(text, alphabet)[0].copy())
-
-
-def _hits(r):
-    ops = r.ops.tolist()
-    return [
-        (int(r.score[t]), int(r.query_start[t]), int(r.query_end[t]), int(r.subject_start[t]),
-         int(r.subject_end[t]), ops[t][: int(r.n_ops[t])])
-        for t in range(r.score.shape[0])
-    ]  # fmt: skip
 
 
 def _motif_case(rng, letters, copies, gap=(3, 25), size=(4, 9)):

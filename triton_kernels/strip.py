@@ -53,7 +53,7 @@ import triton.language as tl
 from torchmsa import constants
 from torchmsa.errors import ArgumentError
 
-__all__ = ["SHAPES", "choose_shape", "strip_fill"]
+__all__ = ["SHAPES", "choose_shape", "crossings", "global_strip_fill", "strip_fill"]
 
 NEG: tl.constexpr = tl.constexpr(constants.NEG)
 BIG: tl.constexpr = tl.constexpr(constants.BIG)
@@ -91,9 +91,10 @@ def _scores(prof_ptr, s_ptr, j, act, WPR, A, r0, R: tl.constexpr, EB: tl.constex
 @triton.jit
 def _column(
     hl, ee, sl, se, bv, bj, bs, fn, fp, fe, d, ds, hu, fu, su, sfu, sc, j, act, go, ge, fcol_ptr,
-    R: tl.constexpr, MASKED: tl.constexpr, FORBID: tl.constexpr,
+    R: tl.constexpr, MASKED: tl.constexpr, FORBID: tl.constexpr, GLOBAL: tl.constexpr,
 ):  # fmt: skip
-    """One column ``j`` of a lane's ``R`` rows, top to bottom.
+    """One column ``j`` of a lane's ``R`` rows, top to bottom (``GLOBAL``: the global
+    recurrence, ``SH``/``SE`` carrying crossings, no best cells).
 
     ``hl, ee, sl, se``: H, E, SH, SE of the rows at column ``j - 1`` (then ``j``); ``bv, bj,
     bs``: each row's first maximum so far in the strip; ``fn, fp, fe``: each row's next
@@ -121,7 +122,10 @@ def _column(
             f_next = tl.load(fcol_ptr + p_next, mask=forb & (p_next < fe[k]), other=BIG)
             n_fn = n_fn + (tl.where(forb, f_next, fn[k]),)
             n_fp = n_fp + (p_next,)
-        sd = tl.where(d == 0, j, ds)
+        if GLOBAL:
+            sd = ds
+        else:
+            sd = tl.where(d == 0, j, ds)
         e_ext = ee[k] - ge
         e_open = hl[k] - go
         e = tl.maximum(e_ext, e_open)
@@ -134,14 +138,15 @@ def _column(
         h = tl.maximum(hd, f)
         s = tl.where(e > h, s_e, s)
         h = tl.maximum(h, e)
-        s = tl.where(h > 0, s, 0)
-        h = tl.maximum(h, 0)
-        upd = h > bv[k]
-        if MASKED:
-            upd = upd & act
-        n_bv = n_bv + (tl.where(upd, h, bv[k]),)
-        n_bj = n_bj + (tl.where(upd, j, bj[k]),)
-        n_bs = n_bs + (tl.where(upd, s, bs[k]),)
+        if not GLOBAL:
+            s = tl.where(h > 0, s, 0)
+            h = tl.maximum(h, 0)
+            upd = h > bv[k]
+            if MASKED:
+                upd = upd & act
+            n_bv = n_bv + (tl.where(upd, h, bv[k]),)
+            n_bj = n_bj + (tl.where(upd, j, bj[k]),)
+            n_bs = n_bs + (tl.where(upd, s, bs[k]),)
         d = hl[k]
         ds = sl[k]
         if MASKED:
@@ -161,6 +166,10 @@ def _column(
     if not FORBID:
         n_fn = fn
         n_fp = fp
+    if GLOBAL:
+        n_bv = bv
+        n_bj = bj
+        n_bs = bs
     return n_hl, n_ee, n_sl, n_se, n_bv, n_bj, n_bs, n_fn, n_fp, hu, fu, su, sfu
 
 
@@ -209,6 +218,72 @@ def _strip_end(
 
 
 @triton.jit
+def _prefetch(
+    prof_ptr, s_ptr, hb_ptr, hb_base, hb_plane, hb_rd, j, j_base, L, WPR, A, r0,
+    R: tl.constexpr, EB: tl.constexpr, PIPE: tl.constexpr,
+):  # fmt: skip
+    """What the step at column ``j`` (``[Q]``, one per lane) reads: lane 0's row above from
+    the horizontal buffer (``hb_rd``) and the lanes' scores; masked outside the segment."""
+    u = j - j_base
+    act = (u >= 1) & (u <= L)
+    m_hb = hb_rd & act
+    p_hb = hb_ptr + (hb_base + u - 1)
+    h = _shared_load(p_hb, m_hb, 0, PIPE)
+    f = _shared_load(p_hb + hb_plane, m_hb, NEG, PIPE)
+    s = _shared_load(p_hb + 2 * hb_plane, m_hb, 0, PIPE)
+    sf = _shared_load(p_hb + 3 * hb_plane, m_hb, 0, PIPE)
+    return h, f, s, sf, _scores(prof_ptr, s_ptr, j, act, WPR, A, r0, R, EB)
+
+
+@triton.jit
+def _row_above(
+    out_h, out_f, out_s, out_sf, pf_h, pf_f, pf_s, pf_sf, src_lane, lane0, j, top_lane, go, ge,
+    W, GLOBAL: tl.constexpr,
+):  # fmt: skip
+    """``H``, ``F`` and the two codes above each lane's first row: the bottom row of the lane
+    above (moved one lane down), for lane 0 the prefetched row of the pass above (``GLOBAL``:
+    below row 0, the leading gap)."""
+    up_h = tl.where(lane0, pf_h, tl.gather(out_h, src_lane, 0))
+    up_f = tl.where(lane0, pf_f, tl.gather(out_f, src_lane, 0))
+    up_s = tl.where(lane0, pf_s, tl.gather(out_s, src_lane, 0))
+    up_sf = tl.where(lane0, pf_sf, tl.gather(out_sf, src_lane, 0))
+    if GLOBAL:
+        up_h, up_f, up_s, up_sf = _top_row(up_h, up_f, up_s, up_sf, j, top_lane, go, ge, W)
+    return up_h, up_f, up_s, up_sf
+
+
+@triton.jit
+def _top(x, go, ge):
+    """``H[0, x]`` of the global DP: the leading gap of ``x`` columns."""
+    return tl.where(x == 0, 0, -(go + (x - 1) * ge))
+
+
+@triton.jit
+def _reset_crossings(sl, se, end, r0, R: tl.constexpr):
+    """At a strip's last column (``end``), the lane's rows become the next strip's input
+    column: their crossing codes are ``2 i`` (``H``) and ``2 i + 1`` (``E``)."""
+    n_sl = ()
+    n_se = ()
+    for k in tl.static_range(R):
+        i = r0 + 1 + k
+        n_sl = n_sl + (tl.where(end, 2 * i, sl[k]),)
+        n_se = n_se + (tl.where(end, 2 * i + 1, se[k]),)
+    return n_sl, n_se
+
+
+@triton.jit
+def _top_row(up_h, up_f, up_s, up_sf, j, top_lane, go, ge, W):
+    """Row 0 above pass 0's lane 0 in the global DP: ``H[0, j]``, no ``F``, and the leading
+    gap's crossing (1 past the first strip, else 0)."""
+    code0 = (j > W).to(tl.int32)
+    up_h = tl.where(top_lane, _top(j, go, ge), up_h)
+    up_f = tl.where(top_lane, NEG, up_f)
+    up_s = tl.where(top_lane, code0, up_s)
+    up_sf = tl.where(top_lane, code0, up_sf)
+    return up_h, up_f, up_s, up_sf
+
+
+@triton.jit
 def _shared_load(ptr, mask, other, PIPE: tl.constexpr):
     """A load of what another program may have written (``PIPE``): from L2, past this SM's L1."""
     if PIPE:
@@ -228,7 +303,7 @@ def _pipe_sync(flag_ptr, t, L, B, kp, Q: tl.constexpr):
         done = tl.minimum(tl.maximum(t - Q + 1, 0), L)
         tl.atomic_xchg(flag_ptr, done, sem="release", scope="gpu")
         if kp > 0:
-            need = tl.minimum(t + B, L)
+            need = tl.minimum(t + B + 1, L)  # one more: the next step's reads are prefetched
             got = tl.atomic_add(flag_ptr - 1, 0, sem="acquire", scope="gpu")
             while got < need:
                 got = tl.atomic_add(flag_ptr - 1, 0, sem="acquire", scope="gpu")
@@ -269,6 +344,7 @@ def _strip_fwd_kernel(
     EB: tl.constexpr,
     FORBID: tl.constexpr,
     PIPE: tl.constexpr,
+    GLOBAL: tl.constexpr,
 ):
     """Fill segment ``program_id(0)``: its strips' checkpoints and best cells. With ``PIPE``,
     ``C * passes`` programs: each takes a ticket from the counter at ``flag_ptr[C * passes]``
@@ -353,6 +429,11 @@ def _strip_fwd_kernel(
         m_r0 = (r0 > 0) & (r0 <= n)
         d = tl.load(p_col + r0, mask=m_r0, other=0)
         ds = tl.load(p_col + 2 * N1 + r0, mask=m_r0, other=0)
+        top_lane = lane0 & (zero + kp == 0)  # below row 0 (GLOBAL: the leading gap)
+        if GLOBAL:  # col_in's crossings are not read: every strip starts from its own column
+            d = tl.where(r0 == 0, _top(j_base, go, ge), d)
+            ds = 2 * r0
+            sl, se = _reset_crossings(sl, se, zero == 0, r0, R)
         out_h = zero
         out_f = zero + NEG
         out_s = zero
@@ -365,6 +446,14 @@ def _strip_fwd_kernel(
         # [start, e_{sk-1} + Q - 1), then the quiet ones up to e_sk - 1. The bounds are closed
         # forms of sk: Triton 3.6 drops a loop-carried scalar used as an inner loop's lower
         # bound (docs/kernels/strip.md).
+        # Each step's scores and lane 0's row above are loaded one step ahead (their latency
+        # hides behind a step's work); the first ones after the first synchronisation.
+        if PIPE:
+            _pipe_sync(p_flag, 0, L, SYNC, kp, Q)
+        pf_h, pf_f, pf_s, pf_sf, sc_nx = _prefetch(
+            prof_ptr, s_ptr, hb_ptr, hb_base, hb_plane, hb_rd, j_base + 1 - o_q, j_base, L, WPR,
+            A, r0, R, EB, PIPE,
+        )  # fmt: skip
         for sk in range(0, ns + 1):
             e_prev = tl.minimum(sk * W, L)  # e_{sk-1}, 0 for sk = 0
             e_prev2 = tl.minimum(tl.maximum(sk - 1, 0) * W, L)  # e_{sk-2}
@@ -376,20 +465,19 @@ def _strip_fwd_kernel(
                 j = j_base + t - o_q + 1
                 u = j - j_base
                 act = (u >= 1) & (u <= L)
-                g_h = tl.gather(out_h, src_lane, 0)
-                g_f = tl.gather(out_f, src_lane, 0)
-                g_s = tl.gather(out_s, src_lane, 0)
-                g_sf = tl.gather(out_sf, src_lane, 0)
-                m_hb = hb_rd & act
                 p_hb = hb_ptr + (hb_base + u - 1)
-                up_h = tl.where(lane0, _shared_load(p_hb, m_hb, 0, PIPE), g_h)
-                up_f = tl.where(lane0, _shared_load(p_hb + hb_plane, m_hb, NEG, PIPE), g_f)
-                up_s = tl.where(lane0, _shared_load(p_hb + 2 * hb_plane, m_hb, 0, PIPE), g_s)
-                up_sf = tl.where(lane0, _shared_load(p_hb + 3 * hb_plane, m_hb, 0, PIPE), g_sf)
-                sc = _scores(prof_ptr, s_ptr, j, act, WPR, A, r0, R, EB)
+                up_h, up_f, up_s, up_sf = _row_above(
+                    out_h, out_f, out_s, out_sf, pf_h, pf_f, pf_s, pf_sf, src_lane, lane0, j,
+                    top_lane, go, ge, W, GLOBAL,
+                )  # fmt: skip
+                sc = sc_nx
+                pf_h, pf_f, pf_s, pf_sf, sc_nx = _prefetch(
+                    prof_ptr, s_ptr, hb_ptr, hb_base, hb_plane, hb_rd, j + 1, j_base, L, WPR,
+                    A, r0, R, EB, PIPE,
+                )  # fmt: skip
                 hl, ee, sl, se, bv, bj, bs, fn, fp, out_h, out_f, out_s, out_sf = _column(
                     hl, ee, sl, se, bv, bj, bs, fn, fp, fe, d, ds, up_h, up_f, up_s, up_sf, sc,
-                    j, act, go, ge, fcol_ptr, R, True, FORBID,
+                    j, act, go, ge, fcol_ptr, R, True, FORBID, GLOBAL,
                 )  # fmt: skip
                 d = tl.where(act, up_h, d)
                 ds = tl.where(act, up_s, ds)
@@ -403,6 +491,9 @@ def _strip_fwd_kernel(
                     hl, ee, sl, se, bv, bj, bs, end, later, sidx, r0, n, N1, slot, ckpt_ptr,
                     scr_ptr, scr_base, SCR, Q, R, PIPE,
                 )  # fmt: skip
+                if GLOBAL:
+                    sl, se = _reset_crossings(sl, se, end, r0, R)
+                    ds = tl.where(end, 2 * r0, ds)
                 sidx = sidx + end.to(tl.int32)
                 nxt = tl.where(end, tl.minimum(nxt + W, L), nxt)
             q_lo = tl.maximum(start, m_end)
@@ -411,20 +502,19 @@ def _strip_fwd_kernel(
                 if PIPE:
                     _pipe_sync(p_flag, t, L, SYNC, kp, Q)
                 j = j_base + t - o_q + 1
-                g_h = tl.gather(out_h, src_lane, 0)
-                g_f = tl.gather(out_f, src_lane, 0)
-                g_s = tl.gather(out_s, src_lane, 0)
-                g_sf = tl.gather(out_sf, src_lane, 0)
-                m_hb = hb_rd
                 p_hb = hb_ptr + (hb_base + (j - j_base) - 1)
-                up_h = tl.where(lane0, _shared_load(p_hb, m_hb, 0, PIPE), g_h)
-                up_f = tl.where(lane0, _shared_load(p_hb + hb_plane, m_hb, NEG, PIPE), g_f)
-                up_s = tl.where(lane0, _shared_load(p_hb + 2 * hb_plane, m_hb, 0, PIPE), g_s)
-                up_sf = tl.where(lane0, _shared_load(p_hb + 3 * hb_plane, m_hb, 0, PIPE), g_sf)
-                sc = _scores(prof_ptr, s_ptr, j, j >= 0, WPR, A, r0, R, EB)
+                up_h, up_f, up_s, up_sf = _row_above(
+                    out_h, out_f, out_s, out_sf, pf_h, pf_f, pf_s, pf_sf, src_lane, lane0, j,
+                    top_lane, go, ge, W, GLOBAL,
+                )  # fmt: skip
+                sc = sc_nx
+                pf_h, pf_f, pf_s, pf_sf, sc_nx = _prefetch(
+                    prof_ptr, s_ptr, hb_ptr, hb_base, hb_plane, hb_rd, j + 1, j_base, L, WPR,
+                    A, r0, R, EB, PIPE,
+                )  # fmt: skip
                 hl, ee, sl, se, bv, bj, bs, fn, fp, out_h, out_f, out_s, out_sf = _column(
                     hl, ee, sl, se, bv, bj, bs, fn, fp, fe, d, ds, up_h, up_f, up_s, up_sf, sc,
-                    j, j >= 0, go, ge, fcol_ptr, R, False, FORBID,
+                    j, j >= 0, go, ge, fcol_ptr, R, False, FORBID, GLOBAL,
                 )  # fmt: skip
                 d = up_h
                 ds = up_s
@@ -459,10 +549,18 @@ def _strip_fwd_kernel(
         tl.store(p_b + 2, b_j)
         tl.store(p_b + 3, b_s)
         p_ck = ckpt_ptr + o * 4 * N1
-        tl.store(p_ck, 0)
-        tl.store(p_ck + N1, NEG)
-        tl.store(p_ck + 2 * N1, 0)
-        tl.store(p_ck + 3 * N1, 0)
+        if GLOBAL:  # row 0: the leading gap, its crossing twice
+            k_abs = lo + sk
+            code0 = (k_abs > 0).to(tl.int32)
+            tl.store(p_ck, _top(tl.minimum((k_abs + 1) * W, m), go, ge))
+            tl.store(p_ck + N1, NEG)
+            tl.store(p_ck + 2 * N1, code0)
+            tl.store(p_ck + 3 * N1, code0)
+        else:
+            tl.store(p_ck, 0)
+            tl.store(p_ck + N1, NEG)
+            tl.store(p_ck + 2 * N1, 0)
+            tl.store(p_ck + 3 * N1, 0)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -504,8 +602,10 @@ def strip_fill(
     shape: tuple[int, int, int] | None = None,
     pipe: bool = True,
     sync: int | None = None,
+    global_: bool = False,
 ):
-    """Fill the strips of every segment; writes ``ckpt`` and ``best`` in place.
+    """Fill the strips of every segment; writes ``ckpt`` and ``best`` in place (``global_``:
+    the global DP of decision 0060, see :func:`global_strip_fill`).
 
     Arguments are those of decision 0038's kernel contract (``torchmsa/cpu/strip.py``), all on
     one device. ``shape`` pins the launch shape ``(Q, R, num_warps)`` (powers of two; tests),
@@ -568,7 +668,7 @@ def strip_fill(
     ]).cpu()  # fmt: skip
     lo, hi, slot_h = host[:C], host[C : 2 * C], host[2 * C : 3 * C]
     top, low, f_first, f_last, f_down = host[3 * C :].tolist()
-    if (n + 1) * top >= SCORE_LIMIT:
+    if (n + 1) * top >= SCORE_LIMIT or (global_ and go + (n + m + 1) * max(top, ge) >= SCORE_LIMIT):
         raise ArgumentError(f"Scores up to {top} over {n} rows could wrap int32: use smaller ones")
     if bool((lo < 0).any() or (hi < lo).any() or ((hi > lo) & (hi * W >= m + W)).any()):
         raise ArgumentError(f"Invalid segments: strips {lo.tolist()} .. {hi.tolist()} of W={W}")
@@ -618,5 +718,42 @@ def strip_fill(
     return _strip_fwd_kernel[(C * n_pass if pipe else C,)](
         prof, wpr, A, s, n, m, go, ge, W, seg_lo, seg_hi, col_in, slot, forbid_ptr, fcol, nb,
         ckpt, best, hbuf, hb_off, scr, sc_off.to(dev), n_scr, flags, sync,
-        Q=Q, R=R, EB=eb, FORBID=forbid, PIPE=pipe, num_warps=warps,
+        Q=Q, R=R, EB=eb, FORBID=forbid, PIPE=pipe, GLOBAL=global_, num_warps=warps,
     )  # fmt: skip
+
+
+def global_strip_fill(q, s, mat, go, ge, W, seg_lo, seg_hi, col_in, slot, ckpt, **launch):
+    """The global DP's strips with crossings (decision 0060): the twin of
+    ``torchmsa/cpu/strip_global.py``'s ``global_strip_fill``, same arguments, bit-identical
+    checkpoints; ``launch``: :func:`strip_fill`'s ``shape``, ``pipe``, ``sync``."""
+    dev = q.device
+    fptr = torch.zeros(q.numel() + 2, dtype=torch.int32, device=dev)
+    fcol = torch.zeros(0, dtype=torch.int32, device=dev)
+    best = torch.empty((ckpt.shape[0], 4), dtype=torch.int32, device=dev)
+    args = (q, s, mat, go, ge, W, seg_lo, seg_hi, col_in, slot, fptr, fcol, ckpt, best)
+    return strip_fill(*args, global_=True, **launch)
+
+
+@triton.jit(do_not_specialize=["S", "n"])
+def _crossings_kernel(ckpt_ptr, out_ptr, S, n):
+    N1 = n + 1
+    r = n
+    st = 0
+    tl.store(out_ptr + 2 * S, r.to(tl.int64))
+    tl.store(out_ptr + 2 * S + 1, st)
+    for t in range(0, S):
+        k = S - 1 - t
+        c = tl.load(ckpt_ptr + k.to(tl.int64) * 4 * N1 + (2 + st) * N1 + r)
+        r = c // 2
+        st = c % 2
+        tl.store(out_ptr + 2 * k, r.to(tl.int64))
+        tl.store(out_ptr + 2 * k + 1, st.to(tl.int64))
+
+
+def crossings(ckpt: torch.Tensor, n: int) -> torch.Tensor:
+    """``int64 [S + 1, 2]`` on the device: the twin of ``cpu/strip_global.py``'s
+    ``crossings`` on the checkpoints ``ckpt [S, 4, n + 1]`` (one program follows the codes)."""
+    S = ckpt.shape[0]
+    out = torch.empty((S + 1, 2), dtype=torch.int64, device=ckpt.device)
+    _crossings_kernel[(1,)](ckpt, out, S, n)
+    return out

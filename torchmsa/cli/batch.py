@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from torchmsa.cli.common import add_scoring, number
+from torchmsa.cli.common import add_distributed, add_scoring, number
 from torchmsa.errors import ArgumentError, TorchMSAError
 
 __all__ = ["add_parser", "run", "find_inputs", "output_path"]
@@ -66,13 +66,7 @@ def add_parser(sub) -> None:
         help="CPU worker processes beside the GPU batch (0: in this process; default 1)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="only the summary and failures")
-    p.add_argument(
-        "--distributed",
-        default="auto",
-        choices=["auto", "on", "off"],
-        help="split the files between the ranks that torchrun started (auto: when there are "
-        "several)",
-    )
+    add_distributed(p, "split the files")
     p.add_argument(
         "--rank-timeout",
         type=number,

@@ -63,6 +63,16 @@ def add_scoring(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def add_distributed(p: argparse.ArgumentParser, what: str) -> None:
+    """``--distributed auto|on|off``: whether ``what`` is spread over torchrun's ranks."""
+    p.add_argument(
+        "--distributed",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help=f"{what} between the ranks that torchrun started (auto: when there are several)",
+    )
+
+
 def add_limits(p: argparse.ArgumentParser) -> None:
     """``--max-input-bytes`` and ``--max-sequences`` (:class:`torchmsa.io.InputLimits`)."""
     p.add_argument(

@@ -12,7 +12,7 @@ which is the output of one process, and every rank logs its share.
 
 from __future__ import annotations
 
-from torchmsa.cli.common import add_limits, add_scoring, emit, limits
+from torchmsa.cli.common import add_distributed, add_limits, add_scoring, emit, limits
 
 __all__ = ["add_parser", "run"]
 
@@ -40,13 +40,7 @@ def add_parser(sub) -> None:
         help="tsv: one line per hit; fasta: the two gapped rows per hit",
     )
     p.add_argument("-o", "--output", default="-", help="output file (default: stdout)")
-    p.add_argument(
-        "--distributed",
-        default="auto",
-        choices=["auto", "on", "off"],
-        help="share each subject's strips between the ranks that torchrun started (auto: when "
-        "there are several)",
-    )
+    add_distributed(p, "share each subject's strips")
     add_scoring(p, "BLOSUM62 / NUC.4.4, open 10, extend 1")
     add_limits(p)
     p.set_defaults(func=run)

@@ -32,7 +32,9 @@ from torchmsa.constants import (
 from torchmsa.cpu.rules.trace_step import trace_step
 from torchmsa.errors import ArgumentError, ResourceError
 
-__all__ = ["strip_fill", "refill_until", "rect_first_row", "rect_traceback", "workers"]
+__all__ = [
+    "query_profile", "strip_fill", "refill_until", "rect_first_row", "rect_traceback", "workers",
+]  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
@@ -97,7 +99,8 @@ def _fill_segment(prof, s, go, ge, W, lo, hi, col, out, fptr, fcol, ckpt, best):
 
 
 @njit(cache=True, nogil=True)
-def _profile(q, mat):
+def query_profile(q, mat):
+    """``int32 [A, n + 1]``: ``mat[q[i - 1], a]`` at ``[a, i]`` (column 0 unused)."""
     n = q.shape[0]
     prof = np.zeros((mat.shape[0], n + 1), np.int32)  # [A, n + 1] query profile
     for a in range(mat.shape[0]):
@@ -108,7 +111,7 @@ def _profile(q, mat):
 
 @njit(cache=True, nogil=True)
 def _refill_until(q, s, mat, go, ge, W, k, end, stop_from, col, fptr, fcol, ckpt, best):
-    prof = _profile(q, mat)
+    prof = query_profile(q, mat)
     n1 = col.shape[1]
     sck = np.empty((1, 4, n1), np.int32)
     sbest = np.empty((1, 4), np.int32)
@@ -132,7 +135,7 @@ def _refill_until(q, s, mat, go, ge, W, k, end, stop_from, col, fptr, fcol, ckpt
 
 @njit(cache=True, parallel=True)
 def _strip_fill(q, s, mat, go, ge, W, seg_lo, seg_hi, col_in, slot, fptr, fcol, ckpt, best):
-    prof = _profile(q, mat)
+    prof = query_profile(q, mat)
     for c in prange(seg_lo.shape[0]):
         col = col_in[c].copy()
         _fill_segment(

@@ -27,6 +27,7 @@ from torchmsa.alphabet import (
 from torchmsa.config import MemoryBudget
 from torchmsa.cpu import dp as cpu_dp
 from torchmsa.errors import ArgumentError
+from torchmsa.ops import global_strips
 from torchmsa.ops.backend import budget_bytes, resolve_backend, resolve_device
 from torchmsa.scoring import Scoring, get_scoring
 
@@ -163,9 +164,46 @@ def pairwise_align_codes(
     if resolve_backend(backend, codes_a.device) == "triton":
         from torchmsa._triton import dp as triton_dp
 
-        return triton_dp.pairwise_align(*args, budget=budget_bytes(budget, codes_a.device))
+        available = budget_bytes(budget, codes_a.device)
+        long = _long_global(len_a, len_b, mode)
+        if long is None:
+            return triton_dp.pairwise_align(*args, budget=available)
+        return _with_long_global(args, long, triton_dp.pairwise_align, available)
     cpu = torch.device("cpu")
     return cpu_dp.pairwise_align(*args, budget=budget_bytes(budget, cpu), wide=wide)
+
+
+def _long_global(len_a, len_b, mode) -> np.ndarray | None:
+    """Indices of the global pairs that go through the strips on a GPU (decision 0060), or
+    ``None``."""
+    if mode != constants.GLOBAL:
+        return None
+    cells = len_a.to(torch.int64) * len_b.to(torch.int64)
+    long = torch.nonzero(cells >= global_strips.LONG_GLOBAL_CELLS).flatten().cpu().numpy()
+    return long if long.size else None
+
+
+def _with_long_global(args, long: np.ndarray, batched, available: int):
+    """``pairwise_align_codes`` of the pairs in ``args``: those in ``long`` one by one in
+    strips, the others through ``batched``."""
+    ca, la, cb, lb, matrix, go, ge, mode = args
+    dev, P = ca.device, ca.shape[0]
+    width = ca.shape[1] + cb.shape[1]
+    info = torch.zeros((P, 6), dtype=torch.int32, device=dev)
+    ops = torch.zeros((P, max(1, width)), dtype=torch.uint8, device=dev)
+    rest = np.setdiff1d(np.arange(P), long)
+    if rest.size:
+        r = torch.from_numpy(rest).to(dev)
+        r_info, r_ops = batched(ca[r], la[r], cb[r], lb[r], matrix, go, ge, mode, budget=available)
+        info[r] = r_info
+        ops[r, : r_ops.shape[1]] = r_ops
+    mat_np = np.ascontiguousarray(matrix.cpu().numpy(), dtype=np.int32)
+    for p in long.tolist():
+        n, m = int(la[p]), int(lb[p])
+        score, path = global_strips.global_pair(ca[p, :n], cb[p, :m], mat_np, go, ge, available)
+        info[p] = torch.tensor([score, path.shape[0], 0, 0, n, m], dtype=torch.int32)
+        ops[p, : path.shape[0]] = torch.from_numpy(path).to(dev)
+    return info, ops[:, :width]
 
 
 def rows_from_ops(
