@@ -181,7 +181,9 @@ def test_grid_selection():
 def test_one_case_in_process_finds_the_planted_segments():
     """The child of ``--gpu`` (``--case``) on the CPU, tiny: checks, not timing."""
     pytest.importorskip("torchmsa.ops.local")
-    args = SimpleNamespace(case="64,6000,5", seqtype="protein", planted=3, seed=0, device="cpu")
+    args = SimpleNamespace(
+        case="64,6000,5", seqtype="protein", planted=3, seed=0, device="cpu", distributed=False
+    )
     out = long_local.run_case(args)
     assert [c["call"] for c in out["calls"]] == ["cold", "warm"], out
     for c in out["calls"]:

@@ -53,7 +53,9 @@ import triton.language as tl
 from torchmsa import constants
 from torchmsa.errors import ArgumentError
 
-__all__ = ["SHAPES", "choose_shape", "crossings", "global_strip_fill", "strip_fill"]
+__all__ = [
+    "GLOBAL_SHAPE", "SHAPES", "choose_shape", "crossings", "global_strip_fill", "strip_fill",
+]  # fmt: skip
 
 NEG: tl.constexpr = tl.constexpr(constants.NEG)
 BIG: tl.constexpr = tl.constexpr(constants.BIG)
@@ -62,6 +64,9 @@ BIG: tl.constexpr = tl.constexpr(constants.BIG)
 # on an H100 (docs/kernels/strip.md; n = 128 and n = 10^4 against 10^7..10^8 residues).
 # choose_shape takes the one of least modelled time for the rows it pads a query to.
 SHAPES = {(32, 4, 1): 435.0, (32, 16, 1): 549.0}
+# The shape of one long global pair's single segment (decision 0060): its passes run behind
+# one another, so a short step beats many rows a step.
+GLOBAL_SHAPE = (32, 8, 1)
 # Steps between a piped pass's synchronisations with the pass above: short where a launch of
 # under one segment per SM is bound by the passes' lag (a refill), long where the launch
 # fills the GPU (benchmarks/results/strip_pipe.csv; docs/kernels/strip.md).

@@ -91,7 +91,8 @@ def profile_variants(device: torch.device, shard: int = 0, shards: int = 1) -> i
 
 def strip_variants(device: torch.device, matrix: np.ndarray) -> int:
     """Compile best-K local alignment's strip kernel (``strip.py``) for ``matrix``: one tiny
-    launch per launch shape, without and with forbidden pairs. Returns the launches made."""
+    launch per launch shape, without and with forbidden pairs; then the global variant's shape
+    and its crossings. Returns the launches made."""
     mat = torch.from_numpy(np.array(matrix, dtype=np.int32)).to(device)
     rng = np.random.default_rng(0)
     n, m, W = 9, 40, 16
@@ -113,4 +114,11 @@ def strip_variants(device: torch.device, matrix: np.ndarray) -> int:
             strip.strip_fill(q, s, mat, 10, 1, W, lo, hi, col, slot, ptr, fcol, ckpt, best,
                              shape=shape)  # fmt: skip
             launches += 1
-    return launches
+    # one long global pair (decision 0060): its shape and the crossings
+    ckpt = torch.empty((S, 4, n + 1), **i32)
+    g_col = torch.zeros((1, 4, n + 1), **i32)
+    strip.global_strip_fill(
+        q, s, mat, 10, 1, W, lo, hi, g_col, slot, ckpt, shape=strip.GLOBAL_SHAPE
+    )
+    strip.crossings(ckpt, n)
+    return launches + 2

@@ -19,9 +19,6 @@ from torchmsa.ops.backend import resolve_backend
 __all__ = ["LONG_GLOBAL_CELLS", "STRIP_WIDTH", "global_pair", "strip_width"]
 
 STRIP_WIDTH = 256  # columns per strip: tracebacks of (n + S) W cells, checkpoints S (n + 1) 16 B
-# the Triton launch shape of one pair's single segment (Q lanes, R rows a lane, warps): its
-# passes run behind one another, so a short step beats many rows a step (decision 0060)
-GLOBAL_SHAPE = (32, 8, 1)
 LONG_GLOBAL_CELLS = 1 << 28  # pairs of at least this many cells take the strips on a GPU
 
 
@@ -76,8 +73,8 @@ def global_pair(
         from torchmsa._triton import strip as triton_strip
 
         args = (q, s, mat, go, ge, W, lo.to(dev), hi.to(dev), col0[None], slot.to(dev), ckpt)
-        shape = GLOBAL_SHAPE if n > GLOBAL_SHAPE[0] * GLOBAL_SHAPE[1] else None
-        triton_strip.global_strip_fill(*args, shape=shape)
+        shape = triton_strip.GLOBAL_SHAPE
+        triton_strip.global_strip_fill(*args, shape=shape if n > shape[0] * shape[1] else None)
         cross = triton_strip.crossings(ckpt, n).cpu().numpy()
     else:
         args = (q.cpu().numpy(), s.cpu().numpy(), mat_np, go, ge, W, lo.numpy(), hi.numpy())
