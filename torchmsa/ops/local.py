@@ -101,7 +101,7 @@ def local_topk_codes(
         ranks: ``None``, or the ranks that share the subject (an object with ``rank``,
             ``size`` and ``all_gather(obj)``, such as a ``torchmsa.distributed.Session``):
             every rank calls with the same arguments (codes on its own device) and gets the
-            same hits (``torchmsa/ops/local_ranks.py``).
+            same hits (``torchmsa/ops/local_hits.py``).
 
     Returns:
         :class:`LocalHits`, best first.

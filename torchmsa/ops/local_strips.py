@@ -170,7 +170,7 @@ class StripDP:
             only, all strips) rather than in chunks split into segments (``None``: on the CPU
             backend when the store holds every strip).
         strips: ``(lo, hi)``, the strips kept (``None``: all); a rank's share of the subject
-            (``torchmsa/ops/local_ranks.py``).
+            (``torchmsa/ops/local_hits.py``).
     """
 
     def __init__(
