@@ -126,9 +126,9 @@ def test_triton_global_fill_and_crossings_equal_the_cpu_twin(segments, device):
 
 
 def test_pairwise_align_takes_the_strips_for_long_global_pairs(monkeypatch):
-    """The routing of ``pairwise_align_codes`` on the Triton backend, with the batched kernel
-    and the strips both on the CPU: long pairs go through the strips, the rest through the
-    batch, each in its place."""
+    """The routing of ``pairwise_align_codes`` and ``pairwise_score_codes`` on the Triton
+    backend, with the batched kernel and the strips both on the CPU: long pairs go through the
+    strips, the rest through the batch, each in its place."""
     calls = []
 
     def batched(ca, la, cb, lb, *rest, budget):
@@ -143,12 +143,20 @@ def test_pairwise_align_takes_the_strips_for_long_global_pairs(monkeypatch):
     codes = torch.from_numpy(rng.integers(0, 20, (4, 30)).astype(np.uint8))
     la = torch.tensor(lens, dtype=torch.int32)
     args = (codes, la, codes.flip(0), la.flip(0), torch.from_numpy(MAT), 10, 1, GLOBAL)
-    info, ops = pw._with_long_global(
-        args, pw._long_global(la, la.flip(0), GLOBAL), batched, 1 << 30
-    )
+    long = pw._long_global(la, la.flip(0), GLOBAL, sms=132)
+    info, ops = pw._with_long_global(args, long, batched, 1 << 30)
     want_info, want_ops = cpu_dp.pairwise_align(*args)
     assert calls == [[5, 25]]  # 5 x 25 and 25 x 5 batched; 30 x 8 and 8 x 30 in strips
     assert torch.equal(info, want_info) and torch.equal(ops, want_ops)
+
+    def batched_scores(ca, la, cb, lb, *rest, budget):
+        calls.append(la.tolist())
+        return cpu_dp.pairwise_score(ca, la, cb, lb, *rest)
+
+    scores = pw._scores_with_long_global(args, long, batched_scores, 1 << 30)
+    assert calls[-1] == [5, 25] and torch.equal(scores, cpu_dp.pairwise_score(*args))
+    # many long pairs: the batched kernel fills the GPU better than one pair at a time
+    assert pw._long_global(la, la.flip(0), GLOBAL, sms=4) is None
 
 
 @pytest.mark.gpu
@@ -164,3 +172,5 @@ def test_long_global_pair_on_the_gpu_equals_the_cpu():
     gpu = torchmsa.pairwise_align(a, b, mode="global", device="cuda")
     cpu = torchmsa.pairwise_align(a, b, mode="global", device="cpu")
     assert gpu == cpu
+    score = torchmsa.pairwise_align(a, b, mode="global", device="cuda", traceback=False).score
+    assert score == cpu.score

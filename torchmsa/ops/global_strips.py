@@ -20,6 +20,10 @@ __all__ = ["LONG_GLOBAL_CELLS", "STRIP_WIDTH", "global_pair", "strip_width"]
 
 STRIP_WIDTH = 256  # columns per strip: tracebacks of (n + S) W cells, checkpoints S (n + 1) 16 B
 LONG_GLOBAL_CELLS = 1 << 28  # pairs of at least this many cells take the strips on a GPU
+# ... while a batch holds at most this many of them per multiprocessor: the batched kernel runs
+# one block a pair, so about 4 pairs a multiprocessor fill the GPU (one-block pairs at 2.7
+# GCUPS against the strips' 114 GCUPS for one pair: the strips win below about 40 pairs)
+LONG_GLOBAL_PAIRS = 0.25
 
 
 def strip_width(n: int, m: int, available: int, width: int | None = None) -> int:
@@ -47,8 +51,9 @@ def strip_width(n: int, m: int, available: int, width: int | None = None) -> int
 
 
 def global_pair(
-    q, s, mat_np: np.ndarray, go: int, ge: int, available: int, width=None, backend="auto"
-):
+    q, s, mat_np: np.ndarray, go: int, ge: int, available: int, width=None, backend="auto",
+    traceback: bool = True,
+):  # fmt: skip
     """The global alignment of ``q`` (rows) and ``s`` (columns), codes on one device (Triton
     on CUDA, numba on the CPU): ``(score, ops)``, ``ops`` a ``uint8`` numpy array in order.
 
@@ -58,6 +63,7 @@ def global_pair(
         available: bytes the checkpoints may take (they live on the codes' device).
         width: the strip width to start from (``None``: :data:`STRIP_WIDTH`).
         backend: ``"auto"`` (Triton on CUDA, numba on the CPU), ``"triton"`` or ``"cpu"``.
+        traceback: ``False``: the score only (``ops`` is ``None``).
     """
     dev = q.device
     n, m = q.shape[0], s.shape[0]
@@ -83,6 +89,8 @@ def global_pair(
         ckpt = torch.from_numpy(out).to(dev)
         cross = cpu_global.crossings(np.ascontiguousarray(out[:, 2:4]), n)
     score = int(ckpt[S - 1, 0, n])
+    if not traceback:
+        return score, None
     # each strip's input column, rows r_in .. r_out: column 0, else the strip before's last
     r_in, r_out = cross[:-1, 0], cross[1:, 0]
     cnt = r_out - r_in + 1

@@ -138,7 +138,11 @@ def pairwise_score_codes(
     if resolve_backend(backend, codes_a.device) == "triton":
         from torchmsa._triton import dp as triton_dp
 
-        return triton_dp.pairwise_score(*args, budget=budget_bytes(budget, codes_a.device))
+        available = budget_bytes(budget, codes_a.device)
+        long = _long_global(len_a, len_b, mode, _sms(codes_a.device))
+        if long is None:
+            return triton_dp.pairwise_score(*args, budget=available)
+        return _scores_with_long_global(args, long, triton_dp.pairwise_score, available)
     return cpu_dp.pairwise_score(*args)
 
 
@@ -165,7 +169,7 @@ def pairwise_align_codes(
         from torchmsa._triton import dp as triton_dp
 
         available = budget_bytes(budget, codes_a.device)
-        long = _long_global(len_a, len_b, mode)
+        long = _long_global(len_a, len_b, mode, _sms(codes_a.device))
         if long is None:
             return triton_dp.pairwise_align(*args, budget=available)
         return _with_long_global(args, long, triton_dp.pairwise_align, available)
@@ -173,14 +177,40 @@ def pairwise_align_codes(
     return cpu_dp.pairwise_align(*args, budget=budget_bytes(budget, cpu), wide=wide)
 
 
-def _long_global(len_a, len_b, mode) -> np.ndarray | None:
+def _long_global(len_a, len_b, mode, sms: int) -> np.ndarray | None:
     """Indices of the global pairs that go through the strips on a GPU (decision 0060), or
-    ``None``."""
+    ``None``: pairs of at least ``LONG_GLOBAL_CELLS`` cells, while they are few enough
+    (``LONG_GLOBAL_PAIRS`` per multiprocessor) that the batched kernel, one block a pair,
+    would leave most of the GPU idle (``sms`` multiprocessors)."""
     if mode != constants.GLOBAL:
         return None
     cells = len_a.to(torch.int64) * len_b.to(torch.int64)
     long = torch.nonzero(cells >= global_strips.LONG_GLOBAL_CELLS).flatten().cpu().numpy()
-    return long if long.size else None
+    if not long.size or long.size > global_strips.LONG_GLOBAL_PAIRS * sms:
+        return None
+    return long
+
+
+def _sms(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _scores_with_long_global(args, long: np.ndarray, batched, available: int):
+    """``pairwise_score_codes`` of the pairs in ``args``: those in ``long`` one by one in
+    strips (the forward pass alone), the others through ``batched``."""
+    ca, la, cb, lb, matrix, go, ge, mode = args
+    out = torch.zeros((ca.shape[0], 3), dtype=torch.int32, device=ca.device)
+    rest = torch.from_numpy(np.setdiff1d(np.arange(out.shape[0]), long)).to(out.device)
+    if rest.numel():
+        out[rest] = batched(ca[rest], la[rest], cb[rest], lb[rest], *args[4:], budget=available)
+    mat_np = np.ascontiguousarray(matrix.cpu().numpy(), dtype=np.int32)
+    for p in long.tolist():
+        n, m = int(la[p]), int(lb[p])
+        score, _ = global_strips.global_pair(
+            ca[p, :n], cb[p, :m], mat_np, go, ge, available, traceback=False
+        )
+        out[p] = torch.tensor([score, n, m], dtype=torch.int32)
+    return out
 
 
 def _with_long_global(args, long: np.ndarray, batched, available: int):
