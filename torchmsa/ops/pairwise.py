@@ -139,7 +139,7 @@ def pairwise_score_codes(
         from torchmsa._triton import dp as triton_dp
 
         available = budget_bytes(budget, codes_a.device)
-        long = _long_global(len_a, len_b, mode, _sms(codes_a.device))
+        long = _long_global(len_a, len_b, mode)
         if long is None:
             return triton_dp.pairwise_score(*args, budget=available)
         return _scores_with_long_global(args, long, triton_dp.pairwise_score, available)
@@ -169,7 +169,7 @@ def pairwise_align_codes(
         from torchmsa._triton import dp as triton_dp
 
         available = budget_bytes(budget, codes_a.device)
-        long = _long_global(len_a, len_b, mode, _sms(codes_a.device))
+        long = _long_global(len_a, len_b, mode)
         if long is None:
             return triton_dp.pairwise_align(*args, budget=available)
         return _with_long_global(args, long, triton_dp.pairwise_align, available)
@@ -177,22 +177,24 @@ def pairwise_align_codes(
     return cpu_dp.pairwise_align(*args, budget=budget_bytes(budget, cpu), wide=wide)
 
 
-def _long_global(len_a, len_b, mode, sms: int) -> np.ndarray | None:
+def _long_global(len_a, len_b, mode, sms: int | None = None) -> np.ndarray | None:
     """Indices of the global pairs that go through the strips on a GPU (decision 0060), or
     ``None``: pairs of at least ``LONG_GLOBAL_CELLS`` cells, while they are few enough
     (``LONG_GLOBAL_PAIRS`` per multiprocessor) that the batched kernel, one block a pair,
-    would leave most of the GPU idle (``sms`` multiprocessors)."""
+    would leave most of the GPU idle (``sms`` multiprocessors; ``None``: the device's, 4
+    off a GPU, as under Triton's interpreter)."""
     if mode != constants.GLOBAL:
         return None
     cells = len_a.to(torch.int64) * len_b.to(torch.int64)
     long = torch.nonzero(cells >= global_strips.LONG_GLOBAL_CELLS).flatten().cpu().numpy()
-    if not long.size or long.size > global_strips.LONG_GLOBAL_PAIRS * sms:
+    if not long.size:
         return None
-    return long
-
-
-def _sms(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    if sms is None:
+        dev = len_a.device
+        sms = (
+            torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 4
+        )
+    return None if long.size > global_strips.LONG_GLOBAL_PAIRS * sms else long
 
 
 def _scores_with_long_global(args, long: np.ndarray, batched, available: int):
