@@ -81,16 +81,18 @@ def global_pair(
         args = (q, s, mat, go, ge, W, lo.to(dev), hi.to(dev), col0[None], slot.to(dev), ckpt)
         shape = triton_strip.GLOBAL_SHAPE
         triton_strip.global_strip_fill(*args, shape=shape if n > shape[0] * shape[1] else None)
-        cross = triton_strip.crossings(ckpt, n).cpu().numpy()
     else:
         args = (q.cpu().numpy(), s.cpu().numpy(), mat_np, go, ge, W, lo.numpy(), hi.numpy())
-        col, out = col0[None].cpu().numpy(), ckpt.cpu().numpy()
-        cpu_global.global_strip_fill(*args, col, slot.numpy(), out)
+        out = ckpt.cpu().numpy()  # the store itself when the codes are on the CPU
+        cpu_global.global_strip_fill(*args, col0[None].cpu().numpy(), slot.numpy(), out)
         ckpt = torch.from_numpy(out).to(dev)
-        cross = cpu_global.crossings(np.ascontiguousarray(out[:, 2:4]), n)
     score = int(ckpt[S - 1, 0, n])
     if not traceback:
         return score, None
+    if triton:
+        cross = triton_strip.crossings(ckpt, n).cpu().numpy()
+    else:
+        cross = cpu_global.crossings(np.ascontiguousarray(out[:, 2:4]), n)
     # each strip's input column, rows r_in .. r_out: column 0, else the strip before's last
     r_in, r_out = cross[:-1, 0], cross[1:, 0]
     cnt = r_out - r_in + 1

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from torchmsa.alphabet import GAP_CHARS, INVALID, encode, get_alphabet, resolve_alphabet
+from torchmsa.alphabet import GAP_CHARS, encode, get_alphabet, resolve_alphabet
 from torchmsa.config import MemoryBudget
 from torchmsa.errors import ArgumentError, EmptyInputError, InvalidCharacterError
 from torchmsa.ops.backend import budget_bytes, resolve_backend, resolve_device
@@ -243,9 +243,9 @@ def local_topk(
 def _subject_share(subject: str, alphabet, ranks, plan: LocalPlan, device):
     """The subject's codes on ``device`` where this rank's strips (and their warm-up) can
     reach, zeros elsewhere, so that each rank encodes about ``1 / size`` of a long subject;
-    every character checked by one rank (the first invalid one raised on every rank, as
-    :func:`encode` names it). Returns the codes and a function that encodes them all (for
-    rank 0 when it runs the job alone). The subject holds no gap character."""
+    the first invalid character of the whole subject is raised on every rank, as
+    :func:`encode` names it. Returns the codes and a function that encodes them all (for rank
+    0 when it runs the job alone). The subject holds no gap character."""
     m, size, r = len(subject), ranks.size, ranks.rank
     width = max(W_MAX, plan.strip_width or 0)
     margin = (3 + (1 if plan.warmup is None else plan.warmup)) * width + WARMUP_COLUMNS
@@ -253,15 +253,16 @@ def _subject_share(subject: str, alphabet, ranks, plan: LocalPlan, device):
     a, b = max(0, own_a - margin), min(m, own_b + margin)
     if m < 2 * size * width:  # fewer strips than ranks may be: every rank encodes it all
         a, b = 0, m
-    # one '?' (invalid) per non-ASCII character, so byte i is character i (as ``encode``)
-    coded = subject[a:b].encode("ascii", "replace").translate(alphabet.lookup.tobytes())
-    bad = coded.find(INVALID, own_a - a, own_b - a)
-    firsts = [x for x in ranks.all_gather(bad + a if bad >= 0 else None) if x is not None]
+    try:  # the first invalid character of a slice, if any, is a real one
+        part, bad = encode(subject[a:b], alphabet, "subject", 1)[0], None
+    except InvalidCharacterError as exc:
+        part, bad = None, a + exc.position - 1
+    firsts = [x for x in ranks.all_gather(bad) if x is not None]
     if firsts:
-        pos = min(firsts)
+        pos = min(firsts)  # the first of the whole subject: its slice's first too
         raise InvalidCharacterError("subject", 1, pos + 1, subject[pos], alphabet.name)
     codes = torch.zeros(m, dtype=torch.uint8, device=device)
-    codes[a:b] = torch.frombuffer(bytearray(coded), dtype=torch.uint8).to(device)
+    codes[a:b] = torch.from_numpy(part).to(device)
 
     def whole() -> torch.Tensor:
         return torch.from_numpy(encode(subject, alphabet, "subject", 1)[0]).to(device)

@@ -305,7 +305,7 @@ class StripDP:
         ``segments`` segments filled in parallel after their warm-ups (:meth:`_segments`), so
         its critical path is about ``warmup + 1`` strips however long it is.
         """
-        k0, k1 = max((j_start - 1) // self.W, self.lo), (j_end - 1) // self.W
+        k0, k1 = (j_start - 1) // self.W, (j_end - 1) // self.W
         col = self.column(k0)
         if self.sequential:
             end = cpu_strip.refill_until(
