@@ -77,6 +77,7 @@ from benchmarks.harness import (
     REPO,
     RESULTS_DIR,
     append_rows,
+    cached_bytecode,
     markdown_table,
     run_metadata,
     score,
@@ -524,34 +525,6 @@ def _split(text: str, option: str, allowed: Sequence[str] | None = None) -> list
     if bad:
         raise SystemExit(f"error: {option} {bad[0]!r}: choose from {', '.join(allowed)}")
     return items
-
-
-# what a pip install leaves compiled: the packages an align process imports
-_BYTECODE_PACKAGES = ("torchmsa", "torch", "triton", "numba", "llvmlite", "numpy", "scipy", "Bio")
-
-
-def cached_bytecode(prefix: Path) -> float:
-    """Children write and read bytecode under ``prefix`` (``PYTHONPYCACHEPREFIX``; a
-    ``PYTHONDONTWRITEBYTECODE`` in the environment is dropped), and the packages they import
-    are compiled there first, untimed, as ``pip install`` compiles them: a machine that
-    forbids bytecode files would otherwise make every process compile every module it
-    imports from source (seconds for torch). Returns the compile's seconds."""
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
-    code = (
-        "import importlib.util, sys\n"
-        "for name in sys.argv[1:]:\n"
-        "    spec = importlib.util.find_spec(name)\n"
-        "    if spec and spec.submodule_search_locations:\n"
-        "        print(*spec.submodule_search_locations)\n"
-    )
-    found = subprocess.run(
-        [sys.executable, "-c", code, *_BYTECODE_PACKAGES], capture_output=True, text=True
-    )
-    dirs = found.stdout.split()
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *dirs], check=False)
-    return time.perf_counter() - t0
 
 
 def _preflight(work: Path) -> str:

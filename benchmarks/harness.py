@@ -57,6 +57,7 @@ __all__ = [
     "META_COLUMNS",
     "Timer",
     "Variant",
+    "cached_bytecode",
     "run_metadata",
     "append_rows",
     "read_rows",
@@ -339,3 +340,31 @@ def markdown_table(rows: list[Mapping], columns: list[str] | None = None) -> str
     for row in rows:
         lines.append("| " + " | ".join(fmt(row.get(c, "")) for c in columns) + " |")
     return "\n".join(lines) + "\n"
+
+
+# what a pip install leaves compiled: the packages an align process imports
+_BYTECODE_PACKAGES = ("torchmsa", "torch", "triton", "numba", "llvmlite", "numpy", "scipy", "Bio")
+
+
+def cached_bytecode(prefix: Path) -> float:
+    """Children write and read bytecode under ``prefix`` (``PYTHONPYCACHEPREFIX``; a
+    ``PYTHONDONTWRITEBYTECODE`` in the environment is dropped), and the packages they import
+    are compiled there first, untimed, as ``pip install`` compiles them: a machine that
+    forbids bytecode files would otherwise make every process compile every module it
+    imports from source (seconds for torch). Returns the compile's seconds."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    code = (
+        "import importlib.util, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    spec = importlib.util.find_spec(name)\n"
+        "    if spec and spec.submodule_search_locations:\n"
+        "        print(*spec.submodule_search_locations)\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code, *_BYTECODE_PACKAGES], capture_output=True, text=True
+    )
+    dirs = found.stdout.split()
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *dirs], check=False)
+    return time.perf_counter() - t0

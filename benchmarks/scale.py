@@ -14,7 +14,21 @@ it. FAMSA runs through pyfamsa in a child
 ``--indels`` to evolve more than one indel per root-to-leaf path (issue #38's long MSAs).
 ``--config NAME=VALUE`` (repeatable) passes torchmsa's ``--config`` on; rows record it.
 
+``--regimes fresh,served``: ``fresh`` (the default) runs each torchmsa process with
+``TORCHMSA_DAEMON=off``, so it imports, loads and sets up everything itself; ``served`` starts
+a warm server first (``torchmsa daemon start``, timed as a ``served-start`` row, decision
+0058) and then runs ``python -m torchmsa align`` as a fresh process per size, which hands the
+work to it: what a user's later commands cost once a server runs. A served row's peak RSS is
+the calling process's; its peak GPU memory is not known (the server's).
+
+``--bytecode cached`` (the default) compiles the packages to bytecode first, untimed, as ``pip
+install`` does, and lets every child read it (``cold_start``'s rule, decision 0048: a lent GPU
+machine sets ``PYTHONDONTWRITEBYTECODE`` over a torch install without bytecode, and each
+process there compiled torch from source, 4-5 s); ``--bytecode as-is`` keeps the
+environment's setting. Rows record which. Each row is appended as soon as it is measured.
+
     python -m benchmarks.scale --sizes 10000,30000,100000 --device cuda --threads 16
+    python -m benchmarks.scale --sizes 100000 --regimes fresh,served --device cuda
     python -m benchmarks.scale --sizes 2 --length 30000 --indels 300 --mode default \
         --tools torchmsa,famsa,mafft --device cpu --threads 2
 """
@@ -33,9 +47,16 @@ import time
 from pathlib import Path
 
 from benchmarks.evolve import EvolveSpec, evolve, write
-from benchmarks.harness import append_rows, markdown_table, run_metadata
+from benchmarks.harness import (
+    RESULTS_DIR,
+    append_rows,
+    cached_bytecode,
+    markdown_table,
+    run_metadata,
+)
 
 TOOLS = ("torchmsa", "famsa", "famsa-medoid", "kalign")
+REGIMES = ("fresh", "served")
 
 
 def family_files(
@@ -50,7 +71,13 @@ def family_files(
     return paths
 
 
-def _child_argv(tool: str, inp: Path, out: Path, args, report: Path) -> list[str]:
+def _child_argv(
+    tool: str, inp: Path, out: Path, args, report: Path, regime: str = "fresh"
+) -> list[str]:
+    if regime == "served":  # the real command, whose work the server does
+        return [sys.executable, "-m", "torchmsa", "align", str(inp), "-o", str(out),
+                "--device", args.device, "--mode", args.mode, "--tree", args.tree,
+                *_config_words(args), "--threads", str(args.threads)]  # fmt: skip
     if tool in ("kalign", "mafft"):
         exe = shutil.which(tool)
         if exe is None:
@@ -83,7 +110,9 @@ sys.exit(code if code >= 0 else 128 - code)
 """
 
 
-def run_child(argv: list[str], timeout: float) -> tuple[str, float, int, str]:
+def run_child(
+    argv: list[str], timeout: float, env: dict | None = None
+) -> tuple[str, float, int, str]:
     """``(status, wall seconds, peak RSS bytes, last stderr line)`` of one process, started by
     a small launcher so that its peak RSS is its own (0 when it was stopped at ``timeout``:
     the process group is killed and no figure comes back)."""
@@ -92,7 +121,11 @@ def run_child(argv: list[str], timeout: float) -> tuple[str, float, int, str]:
         launcher = [sys.executable, "-S", "-c", _LAUNCHER, str(report), *argv]
         start = time.perf_counter()
         proc = subprocess.Popen(
-            launcher, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+            launcher,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            env=_fresh_env() if env is None else env,
         )
         try:
             code = proc.wait(timeout=max(timeout, 0.0))
@@ -106,6 +139,36 @@ def run_child(argv: list[str], timeout: float) -> tuple[str, float, int, str]:
         err.seek(0)
         lines = err.read().decode(errors="replace").strip().splitlines()
     return status, wall, rss, (lines[-1] if lines else "")
+
+
+def _fresh_env() -> dict:
+    """The environment of a fresh-regime process: no warm server."""
+    return {**os.environ, "TORCHMSA_DAEMON": "off"}
+
+
+class Server:
+    """A warm torchmsa server in a folder of its own (``served`` regime), started and timed
+    by :meth:`start`, stopped by :meth:`stop`."""
+
+    def __init__(self, folder: Path, timeout: float):
+        self.folder, self.timeout = folder, timeout
+        self.env = {**os.environ, "TORCHMSA_DAEMON": "auto", "TORCHMSA_DAEMON_DIR": str(folder)}
+        self.env["TORCHMSA_DAEMON_IDLE"] = "1800"
+
+    def _cli(self, *words: str) -> list[str]:
+        return [sys.executable, "-m", "torchmsa", *words]
+
+    def start(self) -> tuple[str, float, int, str]:
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        argv = self._cli("daemon", "start", "--wait", str(int(self.timeout)))
+        return run_child(argv, self.timeout, self.env)
+
+    def served(self) -> int:
+        """Commands the server has run (its log's lines)."""
+        return sum(p.read_text().count("] align: status") for p in self.folder.glob("*.log"))
+
+    def stop(self) -> None:
+        run_child(self._cli("daemon", "stop"), 60, self.env)
 
 
 def child(tool: str, inp: Path, out: Path, args) -> int:
@@ -149,6 +212,51 @@ def score(out: Path, files: dict[str, Path]) -> tuple[float, float]:
     return s.sp, s.tc
 
 
+def _start_row(status: str, wall: float, last: str, args) -> dict:
+    return {
+        "n": 0, "tool": "torchmsa", "regime": "served-start", "mode": args.mode,
+        "threads": args.threads, "status": status, "wall_s": round(wall, 3),
+        "error": "" if status == "ok" else last[-300:],
+    }  # fmt: skip
+
+
+def _size_row(tool: str, regime: str, files: dict, args, server: Server | None) -> dict | None:
+    """One tool's process on one family (``None``: the tool is not installed)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out, report = Path(tmp) / "out.fasta", Path(tmp) / "report.json"
+        try:
+            argv_c = _child_argv(tool, files["input"], out, args, report, regime)
+        except FileNotFoundError as exc:
+            print(f"skip {tool}: {exc}")
+            return None
+        before = server.served() if regime == "served" else 0
+        env = server.env if regime == "served" else None
+        status, wall, rss, last = run_child(argv_c, args.timeout, env)
+        if regime == "served" and status == "ok":
+            deadline = time.monotonic() + 5  # the server logs a command after tidying up
+            while server.served() == before and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if server.served() == before:
+                status, last = "not served", "the command ran in its own process"
+        sp = tc = float("nan")
+        if status in ("ok", "not served") and not args.no_score:
+            try:
+                sp, tc = score(out, files)
+            except Exception as exc:  # noqa: BLE001 - the run's other rows still count
+                status, last = "unscored", f"{type(exc).__name__}: {exc}"
+        peak = json.loads(report.read_text())["peak_gpu"] if report.exists() else None
+    mine = tool == "torchmsa"
+    return {
+        "tool": tool, "regime": regime if mine else "", "mode": args.mode if mine else "",
+        "tree": args.tree if mine else "", "config": " ".join(args.config) if mine else "",
+        "threads": args.threads, "status": status, "wall_s": round(wall, 3),
+        "peak_rss_gib": round(rss / 2**30, 3),
+        "peak_gpu_gib": None if peak is None else round(peak / 2**30, 3),
+        "sp": sp, "tc": tc, "length": args.length, "seed": args.seed, "indels": args.indels,
+        "error": "" if status == "ok" else last[-300:],
+    }  # fmt: skip
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,30000,100000")
@@ -167,6 +275,8 @@ def main(argv=None) -> int:
         metavar="NAME=VALUE",
         help="torchmsa's --config (repeatable), e.g. tree.parttree_distance=lcs",
     )
+    ap.add_argument("--regimes", default="fresh", help="fresh,served (torchmsa only)")
+    ap.add_argument("--bytecode", choices=("cached", "as-is"), default="cached")
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument(
         "--no-score", action="store_true", help="skip SP/TC (minutes at 3*10^6 sequences)"
@@ -180,42 +290,43 @@ def main(argv=None) -> int:
     if args.child:
         return child(args.child, Path(args.paths[0]), Path(args.paths[1]), args)
     meta = run_metadata(args.device)
-    rows = []
-    for n in [int(x) for x in args.sizes.split(",")]:
-        t0 = time.perf_counter()
-        files = family_files(n, args.length, args.seed, args.data, args.indels)
-        made = time.perf_counter() - t0
-        for tool in args.tools.split(","):
-            with tempfile.TemporaryDirectory() as tmp:
-                out, report = Path(tmp) / "out.fasta", Path(tmp) / "report.json"
-                try:
-                    argv_c = _child_argv(tool, files["input"], out, args, report)
-                except FileNotFoundError as exc:
-                    print(f"skip {tool}: {exc}")
-                    continue
-                status, wall, rss, last = run_child(argv_c, args.timeout)
-                sp = tc = float("nan")
-                if status == "ok" and not args.no_score:
-                    try:
-                        sp, tc = score(out, files)
-                    except Exception as exc:  # noqa: BLE001 - the run's other rows still count
-                        status, last = "unscored", f"{type(exc).__name__}: {exc}"
-                peak = json.loads(report.read_text())["peak_gpu"] if report.exists() else None
-            rows.append({
-                "n": n, "tool": tool, "mode": args.mode if tool == "torchmsa" else "",
-                "tree": args.tree if tool == "torchmsa" else "",
-                "config": " ".join(args.config) if tool == "torchmsa" else "",
-                "threads": args.threads, "status": status, "wall_s": round(wall, 3),
-                "peak_rss_gib": round(rss / 2**30, 3),
-                "peak_gpu_gib": None if peak is None else round(peak / 2**30, 3),
-                "sp": sp, "tc": tc, "length": args.length, "seed": args.seed,
-                "indels": args.indels,
-                "generate_s": round(made, 2), "error": "" if status == "ok" else last[-300:],
-            })  # fmt: skip
-            print(markdown_table(rows[-1:]), flush=True)
-    path = append_rows("scale", rows, meta, args.out)
+    regimes = [r for r in args.regimes.split(",") if r]
+    if bad := [r for r in regimes if r not in REGIMES]:
+        ap.error(f"unknown regime {bad[0]!r}; use {','.join(REGIMES)}")
+    tools = args.tools.split(",")
+    runs = [(t, r) for t in tools for r in (regimes if t == "torchmsa" else ["fresh"])]
+    rows, server = [], None
+    meta["bytecode"] = args.bytecode
+
+    def add(row: dict) -> None:
+        rows.append(row)
+        append_rows("scale", [row], meta, args.out)
+        print(markdown_table([row]), flush=True)
+
+    with tempfile.TemporaryDirectory() as folder:
+        if args.bytecode == "cached":
+            took = cached_bytecode(Path(folder) / "pycache")
+            print(f"bytecode compiled in {took:.1f} s (untimed)", flush=True)
+        if ("torchmsa", "served") in runs:
+            server = Server(Path(folder) / "daemon", args.timeout)
+            status, wall, rss, last = server.start()
+            add(_start_row(status, wall, last, args))
+            if status != "ok":
+                runs.remove(("torchmsa", "served"))
+        try:
+            for n in [int(x) for x in args.sizes.split(",")]:
+                t0 = time.perf_counter()
+                files = family_files(n, args.length, args.seed, args.data, args.indels)
+                made = time.perf_counter() - t0
+                for tool, regime in runs:
+                    row = _size_row(tool, regime, files, args, server)
+                    if row is not None:
+                        add({"n": n, **row, "generate_s": round(made, 2)})
+        finally:
+            if server is not None:
+                server.stop()
     print(markdown_table(rows))
-    print(f"appended {len(rows)} rows to {path}")
+    print(f"appended {len(rows)} rows to {Path(args.out or RESULTS_DIR) / 'scale.csv'}")
     return 0
 
 

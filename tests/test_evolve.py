@@ -70,3 +70,23 @@ def test_run_child_rss_is_the_childs_own_under_a_large_parent():
     got = run_child([sys.executable, "-c", "x = bytearray(80_000_000)"], timeout=60)
     assert got[0] == "ok" and 80_000_000 < got[2] < 300_000_000, got
     del ballast
+
+
+def test_scale_times_fresh_and_served_processes_alike(tmp_path):
+    """``benchmarks.scale --regimes fresh,served``: the served command is run by the warm
+    server (its status says so) and gives the fresh process's alignment (same SP/TC); every
+    row reaches the CSV."""
+    import csv
+
+    from benchmarks import scale
+
+    argv = ["--sizes", "40", "--length", "40", "--tools", "torchmsa", "--device", "cpu",
+            "--threads", "1", "--regimes", "fresh,served", "--bytecode", "as-is",
+            "--data", str(tmp_path / "data"), "--out", str(tmp_path)]  # fmt: skip
+    assert scale.main(argv) == 0
+    rows = list(csv.DictReader(open(tmp_path / "scale.csv")))
+    got = {r["regime"]: r for r in rows}
+    assert sorted(got) == ["fresh", "served", "served-start"], rows
+    assert all(r["status"] == "ok" for r in rows), rows
+    assert got["fresh"]["sp"] == got["served"]["sp"] and float(got["fresh"]["sp"]) > 0.5
+    assert got["served"]["peak_gpu_gib"] == "" and float(got["served"]["wall_s"]) > 0

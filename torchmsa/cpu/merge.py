@@ -310,14 +310,15 @@ _merge_serial_linear = njit(cache=True, nogil=True)(
 )
 
 
-def merge_nodes(pairs, level_start, n_leaves, cols, weights, seq_off, *rest, wide=False):
+def merge_nodes(pairs, level_start, n_leaves, cols, weights, seq_off, *rest, cells, wide=False):
     """Aligns node pairs ``pairs [Q, 3]`` (child, child, parent) level after level (the
-    arguments and results of :func:`_merge_nodes`), on the threads, or on one thread when
-    ``Q`` pairs as long as the longest sequence make few cells (:mod:`torchmsa.cpu.twins`).
+    arguments and results of :func:`_merge_nodes`), on the threads, or on one thread when the
+    run has few cells (:mod:`torchmsa.cpu.twins`). ``cells``: the run's DP cells, or a bound
+    on them (its pairs' children's bounds multiplied; the longest sequence says little of a
+    profile's width: counted as pairs of it, a run near a tree's root looked 10-20 times
+    smaller than it is).
     ``wide``: some pair may have more than ``linear_cells`` cells (the variants that align
     those in linear space; the others align them with whole matrices)."""
-    longest = int(np.diff(seq_off).max()) if len(seq_off) > 1 else 0
-    cells = len(pairs) * longest * longest
     if wide:
         run = pick(_merge_parallel_linear, _merge_serial_linear, cells)
     else:

@@ -197,15 +197,24 @@ def _tidy() -> None:
 
 
 def _preload() -> None:
-    """Loads and runs once what aligning a small family runs, on the default device, in the
-    default and the accurate mode (an accurate command after a default-only preload took 1.3
-    s instead of 0.3 on an H200, loading its kernels)."""
+    """Loads and runs once what aligning a family runs, on the default device: a small family
+    in the default and the accurate mode (an accurate command after a default-only preload
+    took 1.3 s instead of 0.3 on an H200, loading its kernels), and a few hundred sequences
+    through the large families' path (PartTree and fast mode), written as the CLI writes
+    FASTA (without them the first 10^5-sequence command loaded PartTree's compiled functions
+    and kernels itself)."""
     import torchmsa
+    from torchmsa.config import AlignConfig, TreeConfig
     from torchmsa.synthetic import family
 
     seqs = family(24, 120, 1, indels=True)
     for mode in ("default", "accurate"):
         torchmsa.align(seqs, mode=mode)
+    tree = TreeConfig(method="parttree", parttree_leaf_size=40, parttree_n_ref=8)
+    big = torchmsa.align(
+        family(400, 120, 2, indels=True), config=AlignConfig(mode="fast", tree=tree)
+    )
+    big.fasta_bytes()
 
 
 def serve(server_key: str) -> int:

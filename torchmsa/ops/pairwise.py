@@ -253,34 +253,32 @@ def rows_from_ops(
     Returns:
         ``(row_a, row_b)`` for each pair.
     """
-    ops = np.asarray(ops, dtype=np.uint8)
+    from torchmsa.cpu.pair_rows import fill_pair_rows
+
+    ops = np.ascontiguousarray(np.asarray(ops, dtype=np.uint8))
     n_ops = np.asarray(n_ops, dtype=np.int64).reshape(-1)
     P = len(a)
-    flat = ops[np.arange(ops.shape[1]) < n_ops[:, None]]  # [K] all pairs' ops, in order
-    bounds = np.zeros(P + 1, np.int64)  # pair p's ops are flat[bounds[p] : bounds[p + 1]]
+    bounds = np.zeros(P + 1, np.int64)  # pair p's rows are [bounds[p], bounds[p + 1])
     np.cumsum(n_ops, out=bounds[1:])
-    some = n_ops > 0
-    firsts = bounds[:-1][some]  # [P'] the first op of each pair that has ops
-    uses_a = (flat == constants.OP_MATCH) | (flat == constants.OP_UP)
-    sides = []
-    for texts, starts, uses in ((a, start_a, uses_a), (b, start_b, flat != constants.OP_UP)):
-        joined = "".join(texts)
-        sizes = np.fromiter(map(len, texts), np.int64, P)
-        origin = np.cumsum(sizes) - sizes  # where each pair's alignment starts in `joined`
+    texts, origins = [], []
+    for side, starts in ((a, start_a), (b, start_b)):
+        joined = "".join(side)
+        sizes = np.fromiter(map(len, side), np.int64, P)
+        origin = np.cumsum(sizes) - sizes  # where each pair's text starts in `joined`
         if starts is not None:
             origin += np.asarray(starts, dtype=np.int64).reshape(-1)
-        # one running count of residues used, which jumps at each pair's first op to where
-        # that pair starts: then it is, at an op that uses a residue, that residue's place + 1
-        step = uses.astype(np.int64)  # [K]
-        used = np.add.reduceat(step, firsts) if len(firsts) else step[:0]  # [P']
-        origin = origin[some]
-        step[firsts] += origin - np.concatenate([[0], (origin + used)[:-1]])
-        at = np.cumsum(step) - 1
-        at[~uses] = len(joined)  # the '-' appended to `joined`
-        row = np.frombuffer((joined + "-").encode("ascii"), np.uint8)[at]
-        text = row.tobytes().decode("ascii")
-        sides.append([text[s:e] for s, e in zip(bounds[:-1].tolist(), bounds[1:].tolist())])
-    return list(zip(*sides))
+        texts.append(np.frombuffer(joined.encode("ascii"), np.uint8))
+        origins.append(origin)
+    total = int(bounds[-1])
+    out_a, out_b = np.empty(total, np.uint8), np.empty(total, np.uint8)
+    bad = fill_pair_rows(
+        ops, n_ops, bounds, texts[0], origins[0], texts[1], origins[1], out_a, out_b
+    )
+    if bad >= 0:
+        raise ValueError(f"pair {bad}'s ops use more residues than its texts hold")
+    cuts = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    rows_a, rows_b = out_a.tobytes().decode("ascii"), out_b.tobytes().decode("ascii")
+    return [(rows_a[s:e], rows_b[s:e]) for s, e in cuts]
 
 
 def encode_sequences(

@@ -138,6 +138,7 @@ def _run(st, levels, bound, scoring, track, policy):
         cweight = track.cons.weight
         res_col = track.table.col.cpu().numpy().astype(np.int64, copy=True)
         node_of_seq = track.node_of_seq.cpu().numpy().astype(np.int64, copy=True)
+    cells = bound[pairs[:, 0]] * bound[pairs[:, 1]]
     level_start = np.concatenate([[0], np.cumsum([len(lv) for lv in levels])]).astype(np.int64)
     pool.rows, pool.bnds, used = merge_nodes(
         pairs,
@@ -169,7 +170,8 @@ def _run(st, levels, bound, scoring, track, policy):
         numba.get_num_threads(),
         policy.lone_pair_cells,
         policy.linear_pair_cells,
-        wide=bool((bound[pairs[:, 0]] * bound[pairs[:, 1]] > policy.linear_pair_cells).any()),
+        cells=int(cells.sum()),
+        wide=bool((cells > policy.linear_pair_cells).any()),
     )
     if track is not None:
         track.table.col.copy_(torch.from_numpy(res_col))
