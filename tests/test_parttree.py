@@ -385,3 +385,18 @@ def test_compiled_assembly_equals_the_python_oracle(monkeypatch, seed):
     assert np.array_equal(got.children, want.children)
     assert np.array_equal(got.lengths, want.lengths)  # the same bits
     assert len(args[4]) == 3 and any(v is None for v in args[3].values())  # empty, flat seen
+
+
+def test_flat_pair_distances_equal_numpy_bit_for_bit():
+    """Many 1-D pairs take the compiled pass (``cpu/kmer.py`` ``pair_distances_flat``): the
+    same float64 values as the numpy rule, sides without k-mers included."""
+    from torchmsa.parttree.counts import FLAT_PAIRS, pair_distances
+
+    rng = np.random.default_rng(5)
+    n = FLAT_PAIRS + 7
+    sa, sb = rng.integers(0, 300, n), rng.integers(0, 300, n)
+    counts = np.minimum(rng.integers(0, 300, n), np.minimum(sa, sb))
+    got = pair_distances(counts, sa, sb)
+    smaller = np.minimum(sa, sb)
+    want = np.where(smaller > 0, 1.0 - counts / np.maximum(smaller, 1), 1.0)
+    assert got.tobytes() == want.tobytes() and (smaller == 0).any()

@@ -551,3 +551,36 @@ def test_tree_validates_its_arrays():
         Tree(["a", "b", "c"], np.array([[0, 1], [1, 3]]), np.zeros(5))
     with pytest.raises(ArgumentError, match="lengths"):
         Tree(["a", "b"], np.array([[0, 1]]), np.zeros(2))
+
+
+def _random_tree(n: int, seed: int) -> Tree:
+    """A random rooted binary tree over ``n`` leaves: random pairs of roots joined in turn,
+    random branch lengths (some 0)."""
+    rng = np.random.default_rng(seed)
+    roots, children = list(range(n)), []
+    for k in range(n - 1):
+        i, j = sorted(rng.choice(len(roots), 2, replace=False).tolist(), reverse=True)
+        children.append((roots.pop(i), roots.pop(j)))
+        roots.append(n + k)
+    lengths = rng.random(2 * n - 1) * (rng.random(2 * n - 1) < 0.8)
+    lengths[-1] = 0.0
+    return Tree([f"s{i}" for i in range(n)], np.array(children), lengths)
+
+
+@pytest.mark.parametrize("n,seed", [(2, 0), (3, 1), (300, 2), (5000, 3)])
+def test_compiled_node_walks_equal_the_python_loops(monkeypatch, n, seed):
+    """Large trees walk their nodes in numba (``cpu/tree_walks.py``): the same sizes, levels,
+    leaf order and, bit for bit, weights as the Python loops."""
+    import torchmsa.tree as tree_mod
+
+    got = {}
+    for limit in (1, 10**9):  # compiled, then Python
+        monkeypatch.setattr(tree_mod, "COMPILED_WALK_LEAVES", limit)
+        t = _random_tree(n, seed)
+        got[limit] = (t.sizes(), t.levels(), t.leaf_order(), t.weights(), t.leaves_under())
+    (s1, l1, o1, w1, u1), (s2, l2, o2, w2, u2) = got[1], got[10**9]
+    assert np.array_equal(s1, s2) and np.array_equal(o1, o2)
+    assert len(l1) == len(l2) and all(np.array_equal(a, b) for a, b in zip(l1, l2))
+    assert w1.tobytes() == w2.tobytes()
+    assert all(np.array_equal(a, b) for a, b in zip(u1, u2))
+    assert s1[-1] == n and sorted(o1.tolist()) == list(range(n))

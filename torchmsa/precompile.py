@@ -87,6 +87,26 @@ def _trees(device: str) -> None:
     for tree in ("upgma", "nj", "single", "lcs", "parttree"):
         align(fam, mode="fast", tree=tree, device=device)
     align(_family(16, 150, 3, "ACGT"), device=device)
+    _large_tree_code()
+
+
+def _large_tree_code() -> None:
+    """What only large trees run (thousands of leaves and more): the compiled node walks and
+    PartTree's flat distances, on arrays of the types they take there."""
+    import numpy as np
+
+    from torchmsa.cpu import tree_walks as walks
+    from torchmsa.cpu.kmer import pair_distances_flat
+
+    children = np.array([[0, 1]], np.int64)
+    children.setflags(write=False)  # as a Tree holds them
+    size = walks.subtree_sizes(children, 2)
+    size.setflags(write=False)
+    walks.node_groups(children, 2)
+    walks.leaf_starts(children, 2, size)
+    walks.sum_down(children, 2, np.zeros(3))
+    one = np.ones(1, np.int64)
+    pair_distances_flat(one, one, one)
 
 
 def _pairwise(device: str) -> None:

@@ -20,6 +20,7 @@ from torchmsa.newick import parse_newick, quote
 __all__ = ["Tree", "METHODS", "build_tree", "tree_from_tensor", "from_newick", "linkage_tree"]
 
 METHODS = ("upgma", "upgma_mafft", "nj", "single")
+COMPILED_WALK_LEAVES = 4096  # trees from this many leaves walk their nodes in compiled code
 _LINKAGE = {"upgma": cpu_tree.UPGMA, "upgma_mafft": cpu_tree.MAFFT, "single": cpu_tree.SINGLE}
 
 
@@ -82,13 +83,23 @@ class Tree:
         parent[self.children.ravel()] = np.repeat(np.arange(n, 2 * n - 1), 2)
         return parent
 
+    def _compiled(self) -> bool:
+        """Whether the node walks run compiled (:mod:`torchmsa.cpu.tree_walks`): for large
+        trees only, where the Python loops cost (a small tree loads no numba code)."""
+        return self.n_leaves >= COMPILED_WALK_LEAVES
+
     def sizes(self) -> np.ndarray:
         """``int64 [2n-1]``: the number of leaves under each node."""
         if "sizes" not in self._cache:
             n = self.n_leaves
-            size = np.ones(2 * n - 1, np.int64)
-            for k, (a, b) in enumerate(self.children.tolist()):
-                size[n + k] = size[a] + size[b]
+            if self._compiled():
+                from torchmsa.cpu.tree_walks import subtree_sizes
+
+                size = subtree_sizes(self.children, n)
+            else:
+                size = np.ones(2 * n - 1, np.int64)
+                for k, (a, b) in enumerate(self.children.tolist()):
+                    size[n + k] = size[a] + size[b]
             size.setflags(write=False)
             self._cache["sizes"] = size
         return self._cache["sizes"]
@@ -97,12 +108,17 @@ class Tree:
         # leaf order (left subtree's leaves, then right's) and each node's first position in it
         if "spans" not in self._cache:
             n, size = self.n_leaves, self.sizes()
-            pos = [0] * (2 * n - 1)
-            sz = size.tolist()
-            for k, (a, b) in reversed(list(enumerate(self.children.tolist()))):
-                pos[a] = pos[n + k]
-                pos[b] = pos[n + k] + sz[a]
-            start = np.array(pos, np.int64)
+            if self._compiled():
+                from torchmsa.cpu.tree_walks import leaf_starts
+
+                start = leaf_starts(self.children, n, size)
+            else:
+                pos = [0] * (2 * n - 1)
+                sz = size.tolist()
+                for k, (a, b) in reversed(list(enumerate(self.children.tolist()))):
+                    pos[a] = pos[n + k]
+                    pos[b] = pos[n + k] + sz[a]
+                start = np.array(pos, np.int64)
             order = np.empty(n, np.int64)
             order[start[:n]] = np.arange(n)
             order.setflags(write=False)
@@ -129,9 +145,14 @@ class Tree:
         an earlier group.
         """
         n = self.n_leaves
-        group = np.zeros(2 * n - 1, np.int64)
-        for k, (a, b) in enumerate(self.children.tolist()):
-            group[n + k] = 1 + max(group[a], group[b])
+        if self._compiled():
+            from torchmsa.cpu.tree_walks import node_groups
+
+            group = node_groups(self.children, n)
+        else:
+            group = np.zeros(2 * n - 1, np.int64)
+            for k, (a, b) in enumerate(self.children.tolist()):
+                group[n + k] = 1 + max(group[a], group[b])
         inner = group[n:]
         ids = np.argsort(inner, kind="stable") + n
         bounds = np.searchsorted(inner[ids - n], np.arange(1, int(inner.max(initial=0)) + 2))
@@ -146,11 +167,18 @@ class Tree:
         """
         if "weights" not in self._cache:
             n, size = self.n_leaves, self.sizes()
-            acc = (self.lengths / size).tolist()  # Python floats: the same sums, no numpy calls
-            for k, (a, b) in reversed(list(enumerate(self.children.tolist()))):
-                acc[a] += acc[n + k]
-                acc[b] += acc[n + k]
-            w = np.array(acc[:n])
+            if self._compiled():
+                from torchmsa.cpu.tree_walks import sum_down
+
+                acc = self.lengths / size
+                sum_down(self.children, n, acc)
+                w = acc[:n].copy()
+            else:
+                acc = (self.lengths / size).tolist()  # Python floats: the same sums as numba's
+                for k, (a, b) in reversed(list(enumerate(self.children.tolist()))):
+                    acc[a] += acc[n + k]
+                    acc[b] += acc[n + k]
+                w = np.array(acc[:n])
             total = w.sum()
             w = w * (n / total) if total > 0 else np.ones(n)
             w.setflags(write=False)

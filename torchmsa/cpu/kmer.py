@@ -26,7 +26,7 @@ from torchmsa.constants import NOT_COUNTED, PAD
 from torchmsa.cpu.twins import pick, twin
 from torchmsa.errors import ArgumentError, check_codes
 
-__all__ = ["PAD", "NOT_COUNTED", "kmer_ids", "shared_counts", "pair_counts"]
+__all__ = ["PAD", "NOT_COUNTED", "kmer_ids", "shared_counts", "pair_counts", "pair_distances_flat"]
 
 # id ranges below this size are counted through a dense per-thread table (4 bytes an entry),
 # larger ones by merging the sorted lists (the ``table_limit`` default; both give the same counts)
@@ -280,3 +280,16 @@ def pair_counts(
     n_chunks = min(starts.size - 1, 8 * numba.get_num_threads())
     _pairs(ids_a, len_a, ids_b, len_b, p, q, out, starts, table_size, n_chunks)
     return torch.from_numpy(out)
+
+
+@njit(cache=True, nogil=True)
+def pair_distances_flat(counts, sa, sb):
+    """``float64 [P]``: :func:`torchmsa.parttree.counts.pair_distances` of equal-length 1-D
+    arrays in one pass (numpy's five passes over PartTree's ~2.5*10^7 leaf-group pairs at 10^5
+    sequences took about 0.5 s on two cores); the same float64 operations, so the same
+    values."""
+    out = np.empty(counts.shape[0], np.float64)
+    for p in range(counts.shape[0]):
+        smaller = min(sa[p], sb[p])
+        out[p] = 1.0 - counts[p] / max(smaller, 1) if smaller > 0 else 1.0
+    return out

@@ -157,6 +157,9 @@ class FnCounts(_KmerDistances):
         return [self._call(a, a if b is None else b) for a, b in tasks]
 
 
+FLAT_PAIRS = 1 << 16  # pairs from which 1-D distances are computed in one compiled pass
+
+
 def distances(counts: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
     """The 6-mer distances of a block of shared counts between sequences of ``sa`` and
     ``sb`` k-mers (:func:`pair_distances` of every pair)."""
@@ -165,7 +168,12 @@ def distances(counts: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
 
 def pair_distances(counts: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
     """``1 - c / min(s_a, s_b)`` of pairs with ``c`` shared k-mers (1 where a side has none),
-    element by element."""
+    element by element (many equal-length 1-D pairs: in one compiled pass,
+    :func:`torchmsa.cpu.kmer.pair_distances_flat`)."""
+    if counts.ndim == 1 and counts.shape == sa.shape == sb.shape and len(counts) >= FLAT_PAIRS:
+        from torchmsa.cpu.kmer import pair_distances_flat
+
+        return pair_distances_flat(counts, sa, sb)
     smaller = np.minimum(sa, sb)
     d = 1.0 - counts / np.maximum(smaller, 1)
     return np.where(smaller > 0, d, 1.0)
