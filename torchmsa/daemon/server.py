@@ -197,14 +197,16 @@ def _tidy() -> None:
 
 
 def _preload() -> None:
-    """Loads and runs once what aligning a family runs, on the default device: a family of 48
-    sequences of 300 residues in the default and the accurate mode (an accurate command after
-    a default-only preload took 1.3 s instead of 0.3 on an H200, loading its kernels; after a
-    preload of 24 sequences of 120 the first accurate command still took 1.6 s against a
-    median of 0.47), and a few hundred sequences
-    through the large families' path (PartTree and fast mode), written as the CLI writes
-    FASTA (without them the first 10^5-sequence command loaded PartTree's compiled functions
-    and kernels itself)."""
+    """Loads and runs once what aligning a family runs, on the default device.
+
+    - A family of 48 sequences of 300 residues in the default and the accurate mode. After a
+      default-only preload an accurate command took 1.3 s instead of 0.3 on an H200, loading
+      its kernels. After a preload of 24 sequences of 120 the first accurate command still
+      took 1.6 s against a median of 0.47 (decision 0061).
+    - A few hundred sequences through the large families' path (PartTree, fast mode), written
+      as the CLI writes FASTA. Without it the first large family a server took loaded
+      PartTree's compiled functions and kernels itself.
+    """
     import torchmsa
     from torchmsa.config import AlignConfig, TreeConfig
     from torchmsa.synthetic import family
