@@ -1,9 +1,8 @@
 """Walks over a guide tree's nodes in id order (children before parents) or the reverse,
 compiled: :class:`torchmsa.tree.Tree`'s subtree sizes, levels, leaf spans and weights for
 large trees. The Python loops they replace there (kept for small trees, and as the tests'
-reference) took about 0.6 s of a 10^5-sequence tree's host work on two cores, 10 times that
-at 10^6 (one-off cProfile timings). Same order of operations, so the same integers and the
-same float64 sums."""
+reference) took 0.83 s for a 10^5-leaf tree on two cores, these 9 ms (one-off timings).
+Same order of operations, so the same integers and the same float64 sums."""
 
 from __future__ import annotations
 
