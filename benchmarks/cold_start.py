@@ -82,6 +82,8 @@ from benchmarks.harness import (
     run_metadata,
     score,
     select_cases,
+    served_commands,
+    wait_served,
 )
 from benchmarks.peers import PEERS, PeerFailed, peer_status, plain_fasta, run_peer
 
@@ -393,11 +395,6 @@ def torchmsa_rows(cases: list[Case], mode: str, args) -> list[dict]:
     return rows
 
 
-def _served(folder: Path) -> int:
-    """Commands the servers whose logs are in ``folder`` have run."""
-    return sum(p.read_text().count("] align: status") for p in folder.glob("*.log"))
-
-
 def served_rows(cases: list[Case], mode: str, env: dict, args, caches: str) -> list[dict]:
     """``torchmsa daemon start`` timed as a process (``served-start``), then one fresh
     ``torchmsa align`` process per case that the warm server runs (``served``); a case the
@@ -413,12 +410,9 @@ def served_rows(cases: list[Case], mode: str, env: dict, args, caches: str) -> l
     _print(start)
     rows = [start]
     for case in cases if start["ok"] else ():
-        before = _served(folder)
+        before = served_commands(folder)
         row = cli_row("served", case, mode, served, args, caches)
-        deadline = time.monotonic() + 5  # the server logs a command after tidying up
-        while _served(folder) == before and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _served(folder) == before:
+        if not wait_served(folder, before):
             row["note"] = (row["note"] + "; " if row["note"] else "") + "ran in the caller"
         rows.append(row)
     run_process(_torchmsa("daemon", "stop"), served, args.work, 60)

@@ -58,6 +58,8 @@ __all__ = [
     "Timer",
     "Variant",
     "cached_bytecode",
+    "served_commands",
+    "wait_served",
     "run_metadata",
     "append_rows",
     "read_rows",
@@ -368,3 +370,18 @@ def cached_bytecode(prefix: Path) -> float:
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *dirs], check=False)
     return time.perf_counter() - t0
+
+
+def served_commands(folder: Path) -> int:
+    """Commands the warm servers whose logs are in ``folder`` have run (decision 0058)."""
+    return sum(p.read_text().count("] align: status") for p in Path(folder).glob("*.log"))
+
+
+def wait_served(folder: Path, before: int, seconds: float = 5.0) -> bool:
+    """Whether a server in ``folder`` logs a command past its ``before`` count within
+    ``seconds`` (it logs a command after tidying up, so a moment after the caller ends):
+    whether the command just run was served, not run in its caller."""
+    deadline = time.monotonic() + seconds
+    while served_commands(folder) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return served_commands(folder) != before

@@ -53,6 +53,8 @@ from benchmarks.harness import (
     cached_bytecode,
     markdown_table,
     run_metadata,
+    served_commands,
+    wait_served,
 )
 
 TOOLS = ("torchmsa", "famsa", "famsa-medoid", "kalign")
@@ -163,10 +165,6 @@ class Server:
         argv = self._cli("daemon", "start", "--wait", str(int(self.timeout)))
         return run_child(argv, self.timeout, self.env)
 
-    def served(self) -> int:
-        """Commands the server has run (its log's lines)."""
-        return sum(p.read_text().count("] align: status") for p in self.folder.glob("*.log"))
-
     def stop(self) -> None:
         run_child(self._cli("daemon", "stop"), 60, self.env)
 
@@ -229,15 +227,11 @@ def _size_row(tool: str, regime: str, files: dict, args, server: Server | None) 
         except FileNotFoundError as exc:
             print(f"skip {tool}: {exc}")
             return None
-        before = server.served() if regime == "served" else 0
+        before = served_commands(server.folder) if regime == "served" else 0
         env = server.env if regime == "served" else None
         status, wall, rss, last = run_child(argv_c, args.timeout, env)
-        if regime == "served" and status == "ok":
-            deadline = time.monotonic() + 5  # the server logs a command after tidying up
-            while server.served() == before and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if server.served() == before:
-                status, last = "not served", "the command ran in its own process"
+        if regime == "served" and status == "ok" and not wait_served(server.folder, before):
+            status, last = "not served", "the command ran in its own process"
         sp = tc = float("nan")
         if status in ("ok", "not served") and not args.no_score:
             try:
