@@ -1,7 +1,8 @@
 """Walks over a guide tree's nodes in id order (children before parents) or the reverse,
 compiled: :class:`torchmsa.tree.Tree`'s subtree sizes, levels, leaf spans and weights for
 large trees. The Python loops they replace there (kept for small trees, and as the tests'
-reference) took 0.83 s for a 10^5-leaf tree on two cores, these 9 ms (one-off timings).
+reference) took 0.80 s for a random 10^5-leaf tree on two cores, these 6.5 ms
+(``python -m benchmarks.probes.tree_walks --n 100000``).
 Same order of operations, so the same integers and the same float64 sums."""
 
 from __future__ import annotations

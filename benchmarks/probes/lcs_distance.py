@@ -1,0 +1,119 @@
+"""Decision 0047's addendum: HomFam families aligned in fast mode under the LCS single-linkage
+tree with its shipped distance ``indel / (indel + LCS)`` and with ``sqrt(indel) / LCS``, and
+with tied joins resolved largest-cluster-first or smallest-first instead of by leaf ids; SP/TC
+against each family's reference, and how many of the tree's joins share a height. CPU, one
+process; prints one line per family and variant, writes no CSV.
+
+    python -m benchmarks.probes.lcs_distance rhv PDZ LIM [--variants shipped,sqrt,big,small]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from numba import njit
+
+from benchmarks.harness import DATA_DIR
+
+_VARIANTS = ("shipped", "sqrt", "big", "small")
+
+
+@njit(cache=False)
+def _sqrt_key_rows(lcs_rows, lens, r0, out):
+    """``sqrt(indel) / LCS`` (LCS at least 1), in the place of ``lcs_key_rows``."""
+    for t in range(lcs_rows.shape[0]):
+        i = r0 + t
+        for j in range(i):
+            c = np.float64(lcs_rows[t, j])
+            indel = np.float64(lens[i]) + np.float64(lens[j]) - 2.0 * c
+            out[t, j] = np.sqrt(indel) / max(c, 1.0)
+
+
+def _tie_joins(rule: str, shipped):
+    """``spanning_joins`` whose tied edges join the largest clusters first (``big``) or the
+    smallest (``small``), in place of leaf-id order."""
+
+    def joins(lo, hi, w):
+        lo, hi, w = (np.asarray(x) for x in (lo, hi, w))
+        m = len(lo)
+        if m == 0:
+            return shipped(lo, hi, w)
+        n = m + 1
+        parent, size, node = list(range(n)), [1] * n, list(range(n))
+
+        def find(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def key(e):
+            a, b = size[find(lo[e])], size[find(hi[e])]
+            return (max(a, b), min(a, b)) if rule == "big" else (-min(a, b), -max(a, b))
+
+        order = np.lexsort((hi, lo, w)).tolist()
+        children, heights, k = [], [], 0
+        while k < m:
+            j = k
+            while j < m and w[order[j]] == w[order[k]]:
+                j += 1
+            group = order[k:j]
+            while group:
+                e = group.pop(max(range(len(group)), key=lambda t: (key(group[t]), -t)))
+                ra, rb = find(lo[e]), find(hi[e])
+                children.append(sorted((node[ra], node[rb])))
+                heights.append(w[e] / 2)
+                parent[rb] = ra
+                size[ra] += size[rb]
+                node[ra] = n + len(children) - 1
+            k = j
+        return np.array(children, np.int64), np.array(heights, np.float64)
+
+    return joins
+
+
+def _tied_joins(seqs: list[str]) -> tuple[int, int]:
+    """``(joins sharing a height with another, joins)`` of the shipped LCS tree."""
+    from torchmsa import encode_sequences
+    from torchmsa.ops.lcs import lcs_single_linkage
+
+    enc = encode_sequences(sorted(set(s.upper() for s in seqs)), seqtype="protein")
+    _, heights = lcs_single_linkage(enc.codes, enc.lengths, "cpu")
+    _, counts = np.unique(heights, return_counts=True)
+    return int(counts[counts > 1].sum()), len(heights)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("families", nargs="+", help="HomFam family names")
+    ap.add_argument("--variants", default=",".join(_VARIANTS))
+    args = ap.parse_args(argv)
+
+    import torchmsa
+    import torchmsa.cpu.slink as slink
+    import torchmsa.cpu.tree as cpu_tree
+    from torchmsa.io import read_sequences
+    from torchmsa.metrics import score_alignment
+
+    shipped_keys, shipped_joins = slink.lcs_key_rows, cpu_tree.spanning_joins
+    for fam in args.families:
+        recs = read_sequences(DATA_DIR / "homfam" / f"{fam}.in.fasta.gz")
+        tied, joins = _tied_joins([r.seq for r in recs])
+        print(f"{fam}: {len(recs)} sequences, {tied} of {joins} joins share a height", flush=True)
+        for v in args.variants.split(","):
+            slink.lcs_key_rows = _sqrt_key_rows if v == "sqrt" else shipped_keys
+            big = v in ("big", "small")
+            cpu_tree.spanning_joins = _tie_joins(v, shipped_joins) if big else shipped_joins
+            t0 = time.perf_counter()
+            aln = torchmsa.align(recs, device="cpu", mode="fast")
+            s = score_alignment(aln, DATA_DIR / "homfam" / f"{fam}.ref.fasta")
+            took = time.perf_counter() - t0
+            print(f"  {v:8s} SP {s.sp:.4f} TC {s.tc:.4f} ({took:.1f} s)", flush=True)
+        slink.lcs_key_rows, cpu_tree.spanning_joins = shipped_keys, shipped_joins
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
