@@ -170,6 +170,18 @@ def test_busy_server_turns_commands_away(server, tmp_path):
     assert _wait_served(folder, before + 1) == before + 1
 
 
+def test_commands_in_a_row_are_all_served(server, tmp_path):
+    # a shell loop's next command arrives while the server tidies up after the last one: it
+    # waits for that (milliseconds) instead of being turned away to run itself (seconds)
+    folder, env = server
+    before = _served(folder)
+    argv = ["align", str(EXAMPLE), "--mode", "default", "-o"]
+    codes = [client.forward([*argv, str(tmp_path / f"{k}.fa")], env) for k in range(3)]
+    assert codes == [0, 0, 0]
+    assert _wait_served(folder, before + 3) == before + 3
+    assert len({(tmp_path / f"{k}.fa").read_bytes() for k in range(3)}) == 1
+
+
 def test_interrupt_ends_the_command_not_the_server(server, tmp_path):
     folder, env = server
     before = _served(folder)

@@ -7,8 +7,9 @@ each in the caller's working directory, environment and umask, with standard inp
 and error relayed to the caller; a command that arrives while another runs is turned away
 (``BUSY``) and the caller runs it itself, so parallel callers never queue behind each other.
 After each command the process frees what it can (torch's cached GPU memory, the C heap's
-free pages). It ends after ``TORCHMSA_DAEMON_IDLE`` seconds without a command (900), on
-SIGTERM (``torchmsa daemon stop``), or when its socket file is gone or replaced.
+free pages); a command that arrives meanwhile waits for that, not turned away. It ends after
+``TORCHMSA_DAEMON_IDLE`` seconds without a command (900), on SIGTERM (``torchmsa daemon
+stop``), or when its socket file is gone or replaced.
 """
 
 from __future__ import annotations
@@ -246,6 +247,10 @@ def serve(server_key: str) -> int:
     allocator_default()
     _preload()
     _tidy()
+    # what is loaded by now lives as long as the process: out of the collector's sight, a
+    # full collection (each tidying's, and those Python starts itself during a command)
+    # walks only what commands made, 1 ms instead of 70-160 (two cores)
+    gc.freeze()
     if where.key(env) != server_key:
         _log("the installed files changed while starting; ending")
         os.unlink(p.lock + ".started")
@@ -314,9 +319,12 @@ def serve(server_key: str) -> int:
             ch.sock.close()
             served += 1
             seconds = time.perf_counter() - t0
+            # free before tidying: the caller has its exit status and a shell loop's next
+            # command may already be here, which waits for the tidying instead of being
+            # turned away to run itself (seconds, where the tidying takes milliseconds)
+            busy.clear()
             _tidy()
             last = time.monotonic()
-            busy.clear()
             _log(f"{' '.join(request['argv'][:1])}: status {code}, {seconds:.3f} s")
         except KeyboardInterrupt:  # an interrupt that arrived as its command ended
             busy.clear()
