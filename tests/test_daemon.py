@@ -83,6 +83,23 @@ def test_key_and_routing():
     assert where.routed(["align", "x.fa"], {**env, "TORCHMSA_CACHE_DIR": "/abs/caches"})
 
 
+def test_preload_meets_both_placements():
+    # the warm server's preload runs the host's path and, with a GPU, the GPU's, per mode:
+    # a first command of either kind then loads nothing
+    from torchmsa.daemon.server import preload_jobs
+    from torchmsa.pipeline.placement import host_job
+
+    def placed(gpu):
+        jobs = preload_jobs(gpu)
+        # a family's longest sequence may have lost up to 5 residues (synthetic.family)
+        return {(mode, host_job(n, length - 5, mode)) for n, length, mode, _ in jobs}
+
+    assert placed(False) == {("default", True), ("accurate", True), ("fast", True)}
+    assert placed(True) >= {(m, h) for m in ("default", "accurate") for h in (True, False)}
+    assert ("fast", False) in placed(True)
+    assert {tree for *_, tree in preload_jobs(True)} == {"auto", "parttree"}
+
+
 def test_one_interpreter_under_two_names_is_one_key(tmp_path, monkeypatch):
     env = {"HOME": "/h"}
     base = where.key(env)

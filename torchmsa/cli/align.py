@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import threading
 
@@ -146,6 +147,9 @@ def run(args) -> int:
     from torchmsa.config import AlignConfig, with_overrides
     from torchmsa.pipeline import align
 
+    # torch and numba are loaded: out of the collector's sight from here, the full
+    # collections Python starts while aligning walk only what the command makes
+    gc.freeze()
     config = with_overrides(AlignConfig(), args.config) if args.config else None
     if args.maxiterate is not None:
         if args.maxiterate < 0:

@@ -197,29 +197,48 @@ def _tidy() -> None:
         pass
 
 
-def _preload() -> None:
-    """Loads and runs once what aligning a family runs, on the default device.
+def preload_jobs(gpu: bool) -> list[tuple[int, int, str, str]]:
+    """What :func:`_preload` aligns: ``(sequences, length, mode, tree)`` per job.
 
-    - A family of 48 sequences of 300 residues in the default and the accurate mode. After a
-      default-only preload an accurate command took 1.3 s instead of 0.3 on an H200, loading
-      its kernels. After a preload of 24 sequences of 120 the first accurate command still
-      took 1.6 s against a median of 0.47 (decision 0061).
-    - A few hundred sequences through the large families' path (PartTree, fast mode), written
-      as the CLI writes FASTA. Without it the first large family a server took loaded
-      PartTree's compiled functions and kernels itself.
+    - 48 sequences of 300 residues in the default and the accurate mode: a user's family,
+      which runs wholly on the host (``pipeline.placement.host_job``). After a default-only
+      preload an accurate command took 1.3 s instead of 0.3 on an H200, loading its code;
+      after one of 24 sequences of 120 the first accurate command still took 1.6 s against a
+      median of 0.47 (decision 0061).
+    - With a GPU, the same modes on families just past the host's limits, which take the
+      GPU's kernels: an accurate family of 48 longer sequences (pairs x longest^2 past
+      ``host_accurate_cells``; a 50 x 345 family is one) and a default one of a few hundred
+      (N L^2 past ``host_job_cells``). With the host's family alone, the first accurate
+      command of such a family took 1.28 s against 0.30 for the next (H200).
+    - The large families' path: PartTree in fast mode, written as the CLI writes FASTA.
     """
+    from torchmsa.config import ExecutionPolicy
+
+    jobs = [(48, 300, "default", "auto"), (48, 300, "accurate", "auto")]
+    big_n = 400
+    if gpu:
+        policy = ExecutionPolicy()
+        pairs = 48 * 47 // 2
+        longest = int((policy.host_accurate_cells / pairs) ** 0.5) + 40
+        big_n = policy.host_job_cells // (240 * 240) + 40
+        jobs += [(48, longest, "accurate", "auto"), (big_n, 240, "default", "auto")]
+    return jobs + [(big_n, 240 if gpu else 120, "fast", "parttree")]
+
+
+def _preload() -> None:
+    """Loads and runs once what aligning a family runs, on the default device
+    (:func:`preload_jobs`), ending in FASTA bytes."""
+    import torch
+
     import torchmsa
     from torchmsa.config import AlignConfig, TreeConfig
     from torchmsa.synthetic import family
 
-    seqs = family(48, 300, 1, indels=True)  # a user's size: kernels of its shapes, threads
-    for mode in ("default", "accurate"):
-        torchmsa.align(seqs, mode=mode)
-    tree = TreeConfig(method="parttree", parttree_leaf_size=40, parttree_n_ref=8)
-    big = torchmsa.align(
-        family(400, 120, 2, indels=True), config=AlignConfig(mode="fast", tree=tree)
-    )
-    big.fasta_bytes()
+    for seed, (n, length, mode, tree) in enumerate(preload_jobs(torch.cuda.is_available())):
+        trees = TreeConfig(method=tree, parttree_leaf_size=40, parttree_n_ref=8)
+        config = AlignConfig(mode=mode, tree=trees if tree == "parttree" else TreeConfig())
+        aln = torchmsa.align(family(n, length, seed + 1, indels=True), config=config)
+    aln.fasta_bytes()
 
 
 def serve(server_key: str) -> int:
