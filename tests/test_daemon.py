@@ -222,20 +222,25 @@ def test_interrupt_ends_the_command_not_the_server(server, tmp_path):
 
 
 def test_other_environment_gets_its_own_server(server, tmp_path):
+    # no server of that key yet: the command starts one for itself, which runs it at once
+    # (no preload) and stays for the next command (decision 0062)
     folder, env = server
     other = {**env, "TORCHMSA_TEST_ENV_MARK": "1"}
+    log = Path(where.paths(where.key(other), other).log)
     before = _served(folder)
     out = _cli(["align", str(EXAMPLE), "-o", str(tmp_path / "c.fa")], other)
-    assert out.returncode == 0
-    assert _served(folder) == before  # no server of that key yet: it ran in the caller
-    deadline = time.monotonic() + 60  # and it started one (stopped by the fixture's --all)
-    while True:
-        status = _cli(["daemon", "status"], other)
-        rows = [line.split() for line in status.stdout.decode().splitlines() if " pid " in line]
-        keys = {row[0] for row in rows}
-        if where.key(other) in keys or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    assert out.returncode == 0, out.stderr
+    assert _wait_served(folder, before + 1) == before + 1
+    assert "(to run the command that started it)" in log.read_text()
+    local = _cli(
+        ["align", str(EXAMPLE), "-o", str(tmp_path / "d.fa")], {**other, "TORCHMSA_DAEMON": "off"}
+    )
+    assert local.returncode == 0
+    assert (tmp_path / "c.fa").read_bytes() == (tmp_path / "d.fa").read_bytes()
+    again = _cli(["align", str(EXAMPLE), "-o", str(tmp_path / "e.fa")], other)
+    assert again.returncode == 0 and _wait_served(folder, before + 2) == before + 2
+    status = _cli(["daemon", "status"], other)  # both stopped by the fixture's --all
+    keys = {line.split()[0] for line in status.stdout.decode().splitlines() if " pid " in line}
     assert {where.key(other), where.key(env)} <= keys
 
 

@@ -145,12 +145,16 @@ def exit_with(status: int) -> NoReturn:
 
 def run_command(argv: list[str]) -> int:
     """``torchmsa ARGV`` as the command's process runs it: on this environment's warm server
-    when one takes it, else here, after which a server is started for the next command
-    (``torchmsa/daemon``, decision 0058; ``TORCHMSA_DAEMON=off`` turns both off)."""
+    when one takes it; where none is alive, on one it starts for this command, which stays warm
+    for the next; else (the server is busy, or did not start) here, after which a server is
+    started for the next command if none is (``torchmsa/daemon``, decisions 0058 and 0062;
+    ``TORCHMSA_DAEMON=off`` turns all of it off)."""
     from torchmsa.daemon import client, where
 
     env = dict(os.environ)
     code = client.forward(argv, env)
+    if code is None:
+        code = client.forward_first(argv, env)
     if code is not None:
         return code
     code = main(argv)

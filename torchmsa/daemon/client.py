@@ -14,9 +14,10 @@ import time
 
 from torchmsa.daemon import where, wire
 
-__all__ = ["forward", "start", "stop", "servers", "alive"]
+__all__ = ["forward", "forward_first", "start", "stop", "servers", "alive"]
 
 CONNECT_TIMEOUT = 2.0  # seconds to connect and be accepted or turned away
+FIRST_WAIT = 10.0  # seconds a command waits for the server it starts to listen
 RETRY = 600.0  # seconds before a command starts a server again after one that died
 GRACE = 30.0  # seconds a just-started server may take to hold its lock
 
@@ -51,6 +52,30 @@ def forward(argv: list[str], env=None) -> int | None:
         return _relay(ch, p.log)
     finally:
         sock.close()
+
+
+def forward_first(argv: list[str], env=None) -> int | None:
+    """Where no server of this environment is alive: starts one that listens at once
+    (``--first``) and runs ``torchmsa ARGV`` on it, which loads what the command needs and
+    stays warm for the next one (decision 0062). ``None`` when the command is not routed,
+    a server is alive (busy: the caller runs the command) or was started a moment ago, or the
+    new one does not take the command: then the caller runs it itself."""
+    env = dict(os.environ) if env is None else env
+    if not where.routed(argv, env):
+        return None
+    try:
+        p = where.paths(where.key(env), env)
+    except OSError:
+        return None
+    if alive(p) is not None:
+        return None
+    try:
+        state = start(env, wait=FIRST_WAIT, first=True)
+    except OSError:
+        return None
+    if state not in ("started", "running"):
+        return None
+    return forward(argv, env)
 
 
 def _request(argv: list[str], env) -> dict:
@@ -157,13 +182,14 @@ def alive(p: where.Paths) -> int | None:
         os.close(fd)
 
 
-def start(env=None, *, wait: float = 0.0, force: bool = False) -> str:
+def start(env=None, *, wait: float = 0.0, force: bool = False, first: bool = False) -> str:
     """Starts this environment's server unless one is alive: ``"started"``, ``"running"``,
     ``"off"`` (servers disabled here), ``"starting"`` (one was started under :data:`GRACE`
     seconds ago) or ``"failed"`` (one was started under :data:`RETRY` seconds ago and is gone:
     see its log); ``force`` starts one in the last two cases.
     With ``wait``, waits up to that many seconds for it to take commands (``"starting"`` if it
-    does not by then, ``"failed"`` if it ended)."""
+    does not by then, ``"failed"`` if it ended). ``first``: a server that listens at once and
+    preloads nothing (:func:`forward_first`)."""
     env = dict(os.environ) if env is None else env
     if not where.enabled(env):
         return "off"
@@ -180,7 +206,8 @@ def start(env=None, *, wait: float = 0.0, force: bool = False) -> str:
             pass
         with open(p.log, "ab") as log:
             subprocess.Popen(
-                [sys.executable, "-m", "torchmsa.daemon.server", "--key", server_key],
+                [sys.executable, "-m", "torchmsa.daemon.server", "--key", server_key]
+                + (["--first"] if first else []),
                 env=env,
                 cwd=os.path.dirname(p.socket),
                 stdin=subprocess.DEVNULL,

@@ -1,11 +1,13 @@
 """The warm process: ``python -m torchmsa.daemon.server --key KEY`` (started by the command).
 
 It holds its lock file for life (so that one runs per key), loads what an alignment loads and
-aligns a small family once (numba's and Triton's cached code, the CUDA context), then listens
-on its socket. Commands run one at a time in the main thread through ``torchmsa.cli.main``,
-each in the caller's working directory, environment and umask, with standard input, output
-and error relayed to the caller; a command that arrives while another runs is turned away
-(``BUSY``) and the caller runs it itself, so parallel callers never queue behind each other.
+aligns a few families once (numba's and Triton's cached code, the CUDA context), then listens
+on its socket; one that a command starts to run that command (``--first``) listens at once
+and loads only what its commands need. Commands run one at a time in the main thread
+through ``torchmsa.cli.main``, each in the caller's working directory, environment and umask,
+with standard input, output and error relayed to the caller; a command that arrives while
+another runs is turned away (``BUSY``) and the caller runs it itself, so parallel callers never
+queue behind each other.
 After each command the process frees what it can (torch's cached GPU memory, the C heap's
 free pages); a command that arrives meanwhile waits for that, not turned away. It ends after
 ``TORCHMSA_DAEMON_IDLE`` seconds without a command (900), on SIGTERM (``torchmsa daemon
@@ -241,8 +243,12 @@ def _preload() -> None:
     aln.fasta_bytes()
 
 
-def serve(server_key: str) -> int:
-    """Runs the server of ``server_key`` until it is idle too long or told to stop."""
+def serve(server_key: str, first: bool = False) -> int:
+    """Runs the server of ``server_key`` until it is idle too long or told to stop.
+
+    ``first``: started by a command to run that very command (decision 0062). It listens at
+    once, before loading anything, and preloads nothing: the command loads what it needs, as
+    it would in its own process, and leaves it loaded for the next."""
     import fcntl
 
     env = dict(os.environ)
@@ -264,12 +270,10 @@ def serve(server_key: str) -> int:
     from torchmsa.cli import main as cli_main
 
     allocator_default()
-    _preload()
-    _tidy()
-    # what is loaded by now lives as long as the process: out of the collector's sight, a
-    # full collection (each tidying's, and those Python starts itself during a command)
-    # walks only what commands made, 1 ms instead of 70-160 (two cores)
-    gc.freeze()
+    if not first:
+        _preload()
+        _tidy()
+        _freeze()
     if where.key(env) != server_key:
         _log("the installed files changed while starting; ending")
         os.unlink(p.lock + ".started")
@@ -281,7 +285,8 @@ def serve(server_key: str) -> int:
     listener.listen(16)
     os.replace(temp, p.socket)
     inode = os.stat(p.socket).st_ino
-    _log(f"ready after {time.perf_counter() - started:.2f} s: {p.socket}")
+    how = "to run the command that started it" if first else "preloaded"
+    _log(f"ready after {time.perf_counter() - started:.2f} s ({how}): {p.socket}")
     jobs: queue.Queue = queue.Queue()
     busy = threading.Event()
 
@@ -343,6 +348,8 @@ def serve(server_key: str) -> int:
             # turned away to run itself (seconds, where the tidying takes milliseconds)
             busy.clear()
             _tidy()
+            if served == 1 and first:
+                _freeze()
             last = time.monotonic()
             _log(f"{' '.join(request['argv'][:1])}: status {code}, {seconds:.3f} s")
         except KeyboardInterrupt:  # an interrupt that arrived as its command ended
@@ -359,6 +366,13 @@ def serve(server_key: str) -> int:
     return 0
 
 
+def _freeze() -> None:
+    """What is loaded by now lives as long as the process: out of the collector's sight, a
+    full collection (each tidying's, and those Python starts itself during a command) walks
+    only what later commands made, 1 ms instead of 70-160 on two cores."""
+    gc.freeze()
+
+
 def _still_ours(path: str, inode: int) -> bool:
     try:
         return os.stat(path).st_ino == inode
@@ -369,8 +383,11 @@ def _still_ours(path: str, inode: int) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchmsa.daemon.server")
     parser.add_argument("--key", required=True, help="the key of the callers it serves")
+    parser.add_argument(
+        "--first", action="store_true", help="listen at once, for the command that starts it"
+    )
     args = parser.parse_args(argv)
-    return serve(args.key)
+    return serve(args.key, first=args.first)
 
 
 if __name__ == "__main__":
