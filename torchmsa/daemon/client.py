@@ -28,11 +28,8 @@ def forward(argv: list[str], env=None) -> int | None:
     is running, it is busy with another one, or it ended before starting this one): then the
     caller runs it itself."""
     env = dict(os.environ) if env is None else env
-    if not where.routed(argv, env):
-        return None
-    try:
-        p = where.paths(where.key(env), env)
-    except OSError:
+    p = _routed_paths(argv, env)
+    if p is None:
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -61,13 +58,8 @@ def forward_first(argv: list[str], env=None) -> int | None:
     a server is alive (busy: the caller runs the command) or was started a moment ago, or the
     new one does not take the command: then the caller runs it itself."""
     env = dict(os.environ) if env is None else env
-    if not where.routed(argv, env):
-        return None
-    try:
-        p = where.paths(where.key(env), env)
-    except OSError:
-        return None
-    if alive(p) is not None:
+    p = _routed_paths(argv, env)
+    if p is None or alive(p) is not None:
         return None
     try:
         state = start(env, wait=FIRST_WAIT, first=True)
@@ -76,6 +68,17 @@ def forward_first(argv: list[str], env=None) -> int | None:
     if state not in ("started", "running"):
         return None
     return forward(argv, env)
+
+
+def _routed_paths(argv: list[str], env) -> where.Paths | None:
+    """This environment's server files when ``torchmsa ARGV`` may run on a server, else
+    ``None`` (not routed, or no folder for servers)."""
+    if not where.routed(argv, env):
+        return None
+    try:
+        return where.paths(where.key(env), env)
+    except OSError:
+        return None
 
 
 def _request(argv: list[str], env) -> dict:
