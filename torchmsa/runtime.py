@@ -29,8 +29,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.util
 import os
 import sys
 import threading
@@ -86,13 +84,17 @@ def _choose_layer() -> None:
         _state.update(layer_requested=SAFE_LAYER, layer_source="torchmsa")
 
 
-class _OnNumbaImport(importlib.abc.MetaPathFinder):
+class _OnNumbaImport:
     """Runs :func:`_choose_layer` right after numba's own module has run, whoever imports it;
-    then leaves ``sys.meta_path``."""
+    then leaves ``sys.meta_path``. A finder by its ``find_spec`` alone: ``importlib.abc``
+    would import ``importlib.resources`` and ``tempfile`` with it, a third of the light
+    command's imports (what a command served by the warm server loads)."""
 
     def find_spec(self, name, path=None, target=None):
         if name != "numba":
             return None
+        import importlib.util
+
         with contextlib.suppress(ValueError):
             sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 
@@ -207,6 +206,8 @@ def start(env=None, *, wait: float = 0.0, force: bool = False, first: bool = Fal
             return "failed"
         with open(p.lock + ".started", "w"):
             pass
+        import subprocess
+
         with open(p.log, "ab") as log:
             subprocess.Popen(
                 [sys.executable, "-m", "torchmsa.daemon.server", "--key", server_key]

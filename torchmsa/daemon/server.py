@@ -336,6 +336,10 @@ def serve(server_key: str, first: bool = False) -> int:
                 busy.clear()
                 continue
             code = _Job(ch, request).run(cli_main)
+            # free before the caller has its exit status: a shell loop's next command may
+            # arrive at once and then waits for this one's tidying (milliseconds) instead of
+            # being turned away to run itself (seconds)
+            busy.clear()
             try:
                 ch.send_int(wire.EXIT, code)
             except OSError:
@@ -343,10 +347,6 @@ def serve(server_key: str, first: bool = False) -> int:
             ch.sock.close()
             served += 1
             seconds = time.perf_counter() - t0
-            # free before tidying: the caller has its exit status and a shell loop's next
-            # command may already be here, which waits for the tidying instead of being
-            # turned away to run itself (seconds, where the tidying takes milliseconds)
-            busy.clear()
             _tidy()
             if served == 1 and first:
                 _freeze()

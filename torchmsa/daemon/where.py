@@ -9,12 +9,18 @@ a caller whose key differs finds no server and runs itself. Standard library onl
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import sys
-from dataclasses import dataclass
-from pathlib import Path
+from typing import NamedTuple
+
+try:  # the interpreter's own SHA-256: hashlib would load OpenSSL, the caller's largest import
+    from _sha2 import sha256  # Python 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256
 
 __all__ = ["VERBS", "OFF", "Paths", "routed", "enabled", "idle_seconds", "key", "paths"]
 
@@ -36,12 +42,12 @@ RELATIVE_UNSAFE = (
     "TRITON_CACHE_DIR",
 )
 SOCKET_MAX = 100  # bytes of a Unix socket path that every platform takes
-_PACKAGE = Path(__file__).resolve().parents[1]
-_ROOTS = (_PACKAGE, _PACKAGE.parent / "triton_kernels")  # the kernels' folder where editable
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+# the kernels' folder where editable
+_ROOTS = (_PACKAGE, os.path.join(os.path.dirname(_PACKAGE), "triton_kernels"))
 
 
-@dataclass(frozen=True)
-class Paths:
+class Paths(NamedTuple):
     """A server's files: ``socket`` it listens on, ``lock`` it holds while alive (its pid
     inside), ``log`` its output."""
 
@@ -89,7 +95,7 @@ def idle_seconds(env) -> float:
 
 def key(env) -> str:
     """16 hex digits naming the server that may serve this caller (see the module's text)."""
-    h = hashlib.sha256()
+    h = sha256()
     # the interpreter as its file (`python` and `python3` of one environment are one) and the
     # environment it runs in (sys.prefix: a virtual environment's own packages)
     exe = os.path.realpath(sys.executable)
@@ -123,7 +129,7 @@ def _limits() -> str:
     return ";".join(parts)
 
 
-def _files(root: Path):
+def _files(root: str):
     """``(path, stat)`` of the package's source and data files, sorted."""
     found = []
     stack = [str(root)]
