@@ -4,6 +4,11 @@ host run and PartTree's phases, CUDA synchronised around each. Prints one JSON l
 piece and a summary; a one-off look (issue #35), not a benchmark.
 
     python -m benchmarks.probes.levels --n 100000 [--device cuda] [--json OUT.jsonl]
+        [--profile 3,20,60,100]
+
+``--profile``: the batched levels of these indices (in the order they run) under
+``torch.profiler``: wall time, kernels launched, their GPU time, and the host's operations by
+their own CPU time.
 """
 
 from __future__ import annotations
@@ -22,6 +27,32 @@ def _sync() -> float:
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     return time.perf_counter()
+
+
+def _profiled(inner, picks: set[int]):
+    """``inner`` (``align_level``) with the calls numbered ``picks`` run under the profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    count = [0]
+
+    def level(st, pairs, *args, **kwargs):
+        k = count[0]
+        count[0] += 1
+        if k not in picks:
+            return inner(st, pairs, *args, **kwargs)
+        start = _sync()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            out = inner(st, pairs, *args, **kwargs)
+            wall = _sync() - start
+        kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        gpu_ms = sum(e.device_time for e in kernels) / 1e3
+        widest = int(max(st.cols[pairs[:, 0]].max(), st.cols[pairs[:, 1]].max()))
+        took = f"wall {wall * 1e3:.1f} ms, {len(kernels)} kernels, {gpu_ms:.1f} ms on the GPU"
+        print(f"level {k}: {len(pairs)} pairs, widest {widest} columns, {took}")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=10))
+        return out
+
+    return level
 
 
 class Recorder:
@@ -64,6 +95,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--data", type=Path, default=Path("/tmp/torchmsa-scale"))
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--profile", default="", help="comma list of level indices")
     args = ap.parse_args(argv)
 
     import torchmsa
@@ -87,6 +119,9 @@ def main(argv=None) -> int:
     rec.wrap(groups, "progressive_align", "progressive")
     seqs = read_sequences(family_files(args.n, args.length, 0, args.data)["input"])
     torchmsa.align(seqs, device=args.device)
+    if args.profile:
+        picks = {int(k) for k in args.profile.split(",")}
+        prog.align_level = _profiled(prog.align_level, picks)
     rec.on = True
     start = _sync()
     torchmsa.align(seqs, device=args.device)
