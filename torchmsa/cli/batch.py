@@ -344,13 +344,14 @@ def _run_ranks(args, world) -> int:
             with thread_cap(threads):
                 _align(share["items"], args, str(s.device), data, mine)
             indices = [i for i, _, _ in share["items"]]
-            print(
+            # one write: the ranks share a standard error, and print's text and its newline
+            # are two writes, between which another rank's line once fell (CI)
+            sys.stderr.write(
                 f"torchmsa batch: {s.tag}: ran {len(indices)} files ({compact(indices)}; est. "
                 f"{share['cost']:.3g} cells), {ok} aligned, {bad} failed, "
-                f"{time.perf_counter() - t1:.1f} s",
-                file=sys.stderr,
-                flush=True,
+                f"{time.perf_counter() - t1:.1f} s\n"
             )
+            sys.stderr.flush()
 
         s.run(work, deliver if s.leader else None)
         status = 0
