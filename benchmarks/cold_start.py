@@ -30,8 +30,12 @@ Regimes, per ``--mode`` (each mode gets its own cache folders):
   kernels and numba overloads each case's untimed align compiled (after a warm-up: none).
 * ``served`` (issue #36, decision 0058): ``torchmsa daemon start`` on the filled caches, timed
   as a process (a ``served-start`` row), then one fresh ``torchmsa align`` process per case,
-  which the warm server runs: what a user's second and later commands cost. The other regimes
-  run with ``TORCHMSA_DAEMON=off``: each of their processes computes by itself.
+  which the warm server runs: what a user's second and later commands cost. Then the cases
+  again as a shell loop runs them (``served-loop``): one process after another with nothing
+  between them, the outputs checked after the last; where the server did not take them all,
+  every row of the loop says how many ran in the caller. The ``served`` rows are checked and
+  waited for one by one, which gives a server time a loop does not (decision 0062). The other
+  regimes run with ``TORCHMSA_DAEMON=off``: each of their processes computes by itself.
 * ``peers``: ``--peers`` (``benchmarks.peers`` names) per case with ``--threads`` threads, each
   a fresh process: command-line peers as :func:`benchmarks.peers.run_peer` runs them, pyfamsa in
   a child Python process timed whole. A peer that is not installed gives one ``note`` row.
@@ -301,15 +305,20 @@ def _torchmsa(*words: str) -> list[str]:
 
 def cli_row(regime: str, case: Case, mode: str, env: dict, args, caches: str) -> dict:
     """One fresh ``torchmsa align`` process on ``case``."""
-    out = args.work.parent / "out" / f"{regime}-{mode}-{case.name}.fasta"
-    out.parent.mkdir(exist_ok=True)
-    argv = _torchmsa("align", str(case.path), "-o", str(out), "--mode", mode)
-    argv += ["--device", args.device, "--threads", str(args.threads), "-q"]
+    out, argv = _align_command(regime, case, mode, args)
     wall, error, _ = run_process(argv, env, args.work, args.timeout)
     row = _row(regime, "torchmsa", mode, case, args, caches=caches, wall_s=wall)
     row.update({"note": error} if error else _check_file(out, case))
     _print(row)
     return row
+
+
+def _align_command(regime: str, case: Case, mode: str, args) -> tuple[Path, list[str]]:
+    """The output file and the ``torchmsa align`` command of ``case`` in ``regime``."""
+    out = args.work.parent / "out" / f"{regime}-{mode}-{case.name}.fasta"
+    out.parent.mkdir(exist_ok=True)
+    argv = _torchmsa("align", str(case.path), "-o", str(out), "--mode", mode)
+    return out, argv + ["--device", args.device, "--threads", str(args.threads), "-q"]
 
 
 def warmup_row(mode: str, env: dict, args) -> dict:
@@ -415,7 +424,34 @@ def served_rows(cases: list[Case], mode: str, env: dict, args, caches: str) -> l
         if not wait_served(folder, before):
             row["note"] = (row["note"] + "; " if row["note"] else "") + "ran in the caller"
         rows.append(row)
+    if start["ok"] and cases:
+        rows += loop_rows(cases, mode, served, args, caches, folder)
     run_process(_torchmsa("daemon", "stop"), served, args.work, 60)
+    return rows
+
+
+def loop_rows(cases: list[Case], mode: str, env: dict, args, caches: str, folder) -> list[dict]:
+    """``served-loop``: the cases as a shell loop runs them, one ``torchmsa align`` process
+    after another; the outputs checked, and the server's log read, after the last."""
+    before = served_commands(folder)
+    runs = []
+    for case in cases:
+        out, argv = _align_command("served-loop", case, mode, args)
+        wall, error, _ = run_process(argv, env, args.work, args.timeout)
+        runs.append((case, out, wall, error))
+    deadline = time.monotonic() + 5.0  # the last command's line follows its tidying
+    while served_commands(folder) < before + len(cases) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    missed = before + len(cases) - served_commands(folder)
+    rows = []
+    for case, out, wall, error in runs:
+        row = _row("served-loop", "torchmsa", mode, case, args, caches=caches, wall_s=wall)
+        row.update({"note": error} if error else _check_file(out, case))
+        if missed > 0:
+            said = f"{missed} of the loop's {len(cases)} ran in the caller"
+            row["note"] = f"{row['note']}; {said}" if row.get("note") else said
+        _print(row)
+        rows.append(row)
     return rows
 
 

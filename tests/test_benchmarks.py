@@ -334,13 +334,16 @@ def test_cold_start_times_fresh_processes_and_one_driver_on_tiny_cases(tmp_path)
         ("served-start", "", ""),
         ("served", "T1", "4"),
         ("served", "T2", "3"),
+        ("served-loop", "T1", "4"),
+        ("served-loop", "T2", "3"),
     ]
     assert all(r["ok"] == "True" and float(r["wall_s"]) > 0 for r in cases), cases
-    assert not any(r["note"] for r in cases if r["regime"] == "served")  # the server ran them
+    # the server ran them, the loop's back-to-back commands too
+    assert not any(r["note"] for r in cases if r["regime"].startswith("served"))
     assert all(r["caches"] == "kept" and r["mode"] == "default" for r in cases)
     assert all(r["bytecode"] == "as-is" for r in rows)
     # T1 has a reference
-    assert [bool(r["sp"]) for r in cases] == [True, False, True, False, False, True, False]
+    assert [bool(r["sp"]) for r in cases] == [True, False] * 2 + [False] + [True, False] * 2
     assert float(cases[2]["import_s"]) > 0 and float(cases[2]["first_pass_s"]) > 0
     peer = [r for r in rows if r["tool"] == "mafft-linsi" and r["scope"] == "case"]
     assert peer and (all(r["ok"] == "True" for r in peer) or "not installed" in peer[0]["note"])
@@ -350,6 +353,7 @@ def test_cold_start_times_fresh_processes_and_one_driver_on_tiny_cases(tmp_path)
         ("in-process-warm", "torchmsa"),
         ("served-start", "torchmsa"),
         ("served", "torchmsa"),
+        ("served-loop", "torchmsa"),
         ("peers", "mafft-linsi"),
     }
     warm = sums[("process-warm", "torchmsa")]
