@@ -439,10 +439,7 @@ def loop_rows(cases: list[Case], mode: str, env: dict, args, caches: str, folder
         out, argv = _align_command("served-loop", case, mode, args)
         wall, error, _ = run_process(argv, env, args.work, args.timeout)
         runs.append((case, out, wall, error))
-    deadline = time.monotonic() + 5.0  # the last command's line follows its tidying
-    while served_commands(folder) < before + len(cases) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    missed = before + len(cases) - served_commands(folder)
+    missed = len(cases) - wait_served(folder, before, len(cases))
     rows = []
     for case, out, wall, error in runs:
         row = _row("served-loop", "torchmsa", mode, case, args, caches=caches, wall_s=wall)

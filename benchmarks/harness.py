@@ -377,11 +377,12 @@ def served_commands(folder: Path) -> int:
     return sum(p.read_text().count("] align: status") for p in Path(folder).glob("*.log"))
 
 
-def wait_served(folder: Path, before: int, seconds: float = 5.0) -> bool:
-    """Whether a server in ``folder`` logs a command past its ``before`` count within
-    ``seconds`` (it logs a command after tidying up, so a moment after the caller ends):
-    whether the command just run was served, not run in its caller."""
+def wait_served(folder: Path, before: int, count: int = 1, seconds: float = 5.0) -> int:
+    """How many of the ``count`` commands just run the servers in ``folder`` have logged past
+    their ``before`` count, waiting up to ``seconds`` for all of them (a server logs a command
+    after tidying up, so a moment after its caller ends); fewer: the others ran in their
+    callers."""
     deadline = time.monotonic() + seconds
-    while served_commands(folder) == before and time.monotonic() < deadline:
+    while served_commands(folder) < before + count and time.monotonic() < deadline:
         time.sleep(0.05)
-    return served_commands(folder) != before
+    return min(served_commands(folder) - before, count)
