@@ -205,3 +205,14 @@ def test_the_command_asks_for_expandable_segments_unless_told_otherwise(tmp_path
     monkeypatch.setenv("WORLD_SIZE", "2")  # under torchrun: as torchrun set it up
     assert main(["align", str(fasta), "-o", str(tmp_path / "out.fasta"), "-q"]) == 0
     assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
+
+
+def test_main_in_a_program_leaves_its_garbage_collector_alone(tmp_path):
+    # the command's own process freezes what it loaded out of the collector's sight
+    # (decision 0062); a program that calls main() keeps its collector as it was
+    import gc
+
+    before = gc.get_freeze_count()
+    assert main(["align", str(EXAMPLE), "-o", str(tmp_path / "a.fa"), "-q"]) == 0
+    assert gc.get_freeze_count() == before
+    assert (tmp_path / "a.fa").read_text().startswith(">")

@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 ALLOCATOR = "expandable_segments:True"
 _CALLER_ENV: dict[str, str] = {}
+_OWN_PROCESS = [False]  # True in the `torchmsa` script's process (run_command runs it here)
 
 
 def allocator_default() -> None:
@@ -157,6 +158,7 @@ def run_command(argv: list[str]) -> int:
         code = client.forward_first(argv, env)
     if code is not None:
         return code
+    _OWN_PROCESS[0] = True
     code = main(argv)
     if where.routed(argv, env):
         try:
@@ -164,6 +166,18 @@ def run_command(argv: list[str]) -> int:
         except OSError:
             pass  # no folder for it: the next command runs here too
     return code
+
+
+def freeze_loaded() -> None:
+    """In a command's own process (not a warm server's, nor a program that calls
+    :func:`main`): what is loaded by now lives as long as the process, so it leaves the
+    garbage collector's sight, and the full collections Python starts while the command runs
+    walk only what the command makes (about 0.1 s of a 2 s ``torchmsa align`` on two cores).
+    A server freezes what it loaded itself (decision 0062)."""
+    if _OWN_PROCESS[0]:
+        import gc
+
+        gc.freeze()
 
 
 def caller_env() -> dict[str, str]:

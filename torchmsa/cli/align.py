@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 import threading
 
@@ -144,12 +143,11 @@ def run(args) -> int:
     job = _job(args)
     if job != "align":
         return _add_or_merge(job, args)
+    from torchmsa.cli import freeze_loaded
     from torchmsa.config import AlignConfig, with_overrides
     from torchmsa.pipeline import align
 
-    # torch and numba are loaded: out of the collector's sight from here, the full
-    # collections Python starts while aligning walk only what the command makes
-    gc.freeze()
+    freeze_loaded()  # torch and numba are loaded
     config = with_overrides(AlignConfig(), args.config) if args.config else None
     if args.maxiterate is not None:
         if args.maxiterate < 0:
