@@ -179,6 +179,43 @@ def test_far_apart_hits_merge_without_rank_0_alone(fallbacks):
     assert kept == [1, 1, 1, 1]
 
 
+@pytest.mark.parametrize("size", [2, 3])
+def test_many_hits_come_in_batches_and_equal_one_process(size, fallbacks):
+    """Thirty hits of forty far-apart copies: the ranks meet a few times, not once per hit,
+    and every rank returns one process's hits, the extra hits a batch found left out."""
+    rng = np.random.default_rng(11 + size)
+    amino = list("ARNDCQEGHILKMFPSTWYV")
+    q = "".join(rng.choice(amino, 24))
+    copies = [
+        "".join(c if rng.random() > 0.25 else rng.choice(amino) for c in q) for _ in range(40)
+    ]
+    s = "".join("".join(rng.choice(amino, rng.integers(500, 700))) + c for c in copies)
+    qc, sc = _codes(q, PROTEIN), _codes(s, PROTEIN)
+    mat = get_scoring("protein").matrix
+    plan = LocalPlan(strip_width=16, segments=2, warmup=4)
+    one = local_topk_codes(qc, sc, mat, 10, 1, k=30, min_score=20, plan=plan)
+    meetings = []
+    real = ThreadRanks.all_gather
+
+    def counted(self, obj):
+        meetings.append(self.rank)
+        return real(self, obj)
+
+    ThreadRanks.all_gather = counted
+    try:
+        got, _ = over_ranks(
+            size,
+            lambda r: local_topk_codes(qc, sc, mat, 10, 1, k=30, min_score=20, plan=plan, ranks=r),
+        )
+    finally:
+        ThreadRanks.all_gather = real
+    assert not fallbacks and len(one.score) == 30
+    for res in got:
+        assert not isinstance(res, Exception), res
+        assert _hits(res) == _hits(one)
+    assert meetings.count(0) < 20  # one meeting a hit would be more than 30 / size + 5
+
+
 def test_more_ranks_than_strips_and_strings():
     """Ranks without strips still take part; the string API gives one process's hits."""
     mat = get_scoring("dna").matrix

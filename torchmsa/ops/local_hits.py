@@ -233,35 +233,65 @@ def _exact_origins(ranks, dp: StripDP | None) -> None:
 
 
 def _merged_hits(ranks, tracer, dp, k: int, min_score: int, active: int, first_col: int):
-    """Every rank finds its share's successive hits, one per round, until the ``k`` best of
-    all ranks are known. Returns this rank's ``[(key, hit)]``, the keys of the ``k`` best and
-    the keys of the hits that broke the rule of independent shares. A key is ``(-score,
-    i_end, j_end)``: the tie order, unique over the matrix."""
-    R = ranks.size
+    """Every rank finds its share's successive hits, a batch per round, until the ``k`` best
+    of all ranks are known. Returns this rank's ``[(key, hit)]``, the keys of the ``k`` best
+    and the keys of the hits that broke the rule of independent shares. A key is ``(-score,
+    i_end, j_end)``: the tie order, unique over the matrix.
+
+    A round's batch is :func:`_batch_size` hits: while fewer than ``k`` hits are known, half
+    of a fair share of those still missing, so that the ranks meet a few times rather than
+    once per hit (each meeting waits for the slowest rank's hit). A rank ends its batch early
+    once it is done (no hit left, an event, ``k`` hits of its own, or its last key past the
+    ``k``-th smallest it knows of). Hits found beyond need are keys like any other: the answer
+    is the ``k`` smallest of all, and every rank's hits up to its last are all its hits
+    below that key, which is what makes the merge exact (module docstring)."""
+    R, me = ranks.size, ranks.rank
     done = [r >= active for r in range(R)]
     found: list[list[tuple]] = [[] for _ in range(R)]
     mine: list[tuple] = []
     events: set[tuple] = set()
+    after = 0  # rounds since k hits were known
     while not all(done):
-        msg = None
-        if not done[ranks.rank]:
-            msg = _next_hit(tracer, dp, mine, k, min_score, first_col)
-        for r, info in enumerate(ranks.all_gather(msg)):
-            if info is None:
-                continue
-            key, event = info
-            if key is None:
-                done[r] = True
-                continue
-            found[r].append(key)
-            if event:
-                events.add(key)
-            done[r] = done[r] or event or len(found[r]) == k
+        known = sorted(key for part in found for key in part)
+        size = _batch_size(k, len(known), active, after)
+        after += len(known) >= k
+        msgs = []
+        while not done[me] and len(msgs) < size:
+            key, event = _next_hit(tracer, dp, mine, k, min_score, first_col)
+            msgs.append((key, event))
+            if key is None or event or len(mine) == k:
+                break
+            if len(known) + len(msgs) >= k and key > sorted(known + [m for m, _ in msgs])[k - 1]:
+                break
+        for r, infos in enumerate(ranks.all_gather(msgs)):
+            for key, event in infos:
+                if key is None:
+                    done[r] = True
+                    continue
+                found[r].append(key)
+                if event:
+                    events.add(key)
+                done[r] = done[r] or event or len(found[r]) == k
         keys = sorted(key for part in found for key in part)
         if len(keys) >= k:  # a rank whose last hit is past the k-th has no more to give
             done = [d or bool(f and f[-1] > keys[k - 1]) for d, f in zip(done, found)]
     keys = sorted(key for part in found for key in part)[:k]
     return mine, set(keys), events
+
+
+def _batch_size(k: int, known: int, active: int, after: int) -> int:
+    """Hits a rank looks for in a round: half a fair share of the ``k - known`` still
+    missing over ``active`` ranks; once ``k`` are known, 1, 2, 4, ... (at most 16) in the
+    rounds that follow.
+
+    >>> [_batch_size(100, known, 2, 0) for known in (0, 50, 90, 99)]
+    [25, 13, 3, 1]
+    >>> [_batch_size(100, 100, 2, after) for after in range(7)]
+    [1, 2, 4, 8, 16, 16, 16]
+    """
+    if known < k:
+        return max(1, -(-(k - known) // (2 * active)))
+    return min(16, 1 << min(after, 4))
 
 
 def _next_hit(tracer, dp, mine: list, k: int, min_score: int, first_col: int):
