@@ -1,6 +1,6 @@
-"""Many families over ranks (``torchmsa.distributed``, issue #42): the partition, the world
-and device rules, and real runs under torchrun on the CPU with gloo (one host, two ranks;
-two torchrun "nodes" on one host; ``align_many``; a rank that dies)."""
+"""Many families over ranks (``torchmsa.distributed``, issue #42): the chunks and their
+claims, the world and device rules, and real runs under torchrun on the CPU with gloo (one
+host, two ranks; two torchrun "nodes" on one host; ``align_many``; a rank that dies)."""
 
 from __future__ import annotations
 
@@ -24,12 +24,13 @@ from torchmsa.cli import batch, main
 from torchmsa.cli.common import Parser
 from torchmsa.config import AlignConfig
 from torchmsa.distributed import (
+    Claims,
     JobsFailed,
     World,
     compact,
     cost_rule,
     family_cost,
-    partition,
+    guided,
     rank_device,
     text_shape,
     wanted,
@@ -47,38 +48,115 @@ HAS_TORCHRUN = (
 needs_torchrun = pytest.mark.skipif(not HAS_TORCHRUN, reason="torch.distributed.run with gloo")
 
 
-# ---- the partition --------------------------------------------------------------------------
+# ---- the chunks and their claims --------------------------------------------------------------
 
 
-def test_partition_gives_each_family_once_longest_first_to_the_least_loaded():
-    assert partition([1, 10, 1, 1], 2) == [[1], [0, 2, 3]]
-    # equal costs: input order, each to the least loaded rank, ties to the lower rank
-    assert partition([1.0] * 6, 4) == [[0, 4], [1, 5], [2], [3]]
-    assert partition([3, 2], 4) == [[0], [1], [], []]
-    assert partition([], 3) == [[], [], []]
+def test_guided_chunks_take_each_family_once_costliest_first_and_shrink():
+    assert guided([5, 1, 1, 1, 1, 1, 1, 1, 1, 1], 2) == [[0], [1, 2, 3], [4, 5], [6], [7], [8], [9]]
+    assert guided([1.0] * 4, 1) == [[0, 1], [2], [3]]  # half of what is left, each
+    assert guided([], 3) == []
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4, 7])
-def test_partition_is_deterministic_and_within_the_list_scheduling_bound(ranks):
+def test_guided_is_deterministic_and_cuts_at_half_a_share_of_what_is_left(ranks):
     rng = random.Random(ranks)
     costs = [rng.choice([0.0, 1.0, 5.0]) * rng.random() ** 3 * 1e9 for _ in range(97)]
-    shares = partition(costs, ranks)
-    assert shares == partition(list(costs), ranks)
-    assert sorted(i for s in shares for i in s) == list(range(len(costs)))
-    assert all(s == sorted(s) for s in shares)
-    loads = [sum(costs[i] for i in s) for s in shares]
-    assert max(loads) <= sum(costs) / ranks + max(costs) * (1 + 1e-12)
-    # the largest family goes first, to rank 0
-    assert max(range(len(costs)), key=lambda i: (costs[i], -i)) in shares[0]
+    chunks = guided(costs, ranks)
+    assert chunks == guided(list(costs), ranks)
+    order = [i for c in chunks for i in c]
+    assert order == sorted(range(len(costs)), key=lambda i: (-costs[i], i))
+    left = sum(costs)
+    for chunk in chunks:
+        cost = sum(costs[i] for i in chunk)
+        # the chunk's last family is the one that reached the line, or the very last one
+        assert cost - costs[chunk[-1]] <= max(left, 0.0) / (2 * ranks) or chunk is chunks[-1]
+        left -= cost
+    assert len(chunks) > 2 * ranks  # the last chunks are small: they even out the ranks
 
 
-def test_partition_refuses_what_it_cannot_split():
+def test_guided_refuses_what_it_cannot_cut():
     for ranks in (0, -1, 1.5, True):
         with pytest.raises(ArgumentError, match="`ranks`"):
-            partition([1.0], ranks)
+            guided([1.0], ranks)
     for bad in (-1.0, math.nan, math.inf):
-        with pytest.raises(ArgumentError, match="item 1 costs"):
-            partition([1.0, bad], 2)
+        with pytest.raises(ArgumentError, match="`costs`"):
+            guided([1.0, bad], 2)
+
+
+class _ThreadSession:
+    """What :class:`Claims` uses of a session, for ranks that are threads of one process."""
+
+    def __init__(self, rank: int, board: dict, ready):
+        self.rank, self.leader, self.board, self.ready = rank, rank == 0, board, ready
+        self.timeout_s, self.tag = 30.0, f"rank {rank}/2"
+
+    def broadcast(self, obj=None):
+        if self.leader:
+            self.board["obj"] = obj
+            self.ready.set()
+        assert self.ready.wait(30)
+        return self.board["obj"]
+
+    def broken(self, what: str, exc: BaseException) -> str:
+        return f"{self.tag}: {what} failed ({exc})"
+
+
+def test_claims_hand_each_chunk_to_one_rank_and_more_to_the_faster_one():
+    """Two ranks claim 24 chunks, one three times slower than the other: every chunk is
+    claimed once, in order, most by the faster rank; pieces over PIECE bytes arrive whole."""
+    import threading
+
+    from torchmsa.distributed import claims as claims_mod
+
+    chunks = [{"k": k, "blob": bytes([k]) * (k * 1000)} for k in range(24)]
+    chunks[5]["blob"] = b"x" * (2 * claims_mod.PIECE + 17)  # three pieces
+    board, ready, done = {}, threading.Event(), threading.Barrier(2, timeout=60)
+    got: dict[int, list] = {0: [], 1: []}
+    counts, errors = [], []
+
+    def rank(r: int) -> None:
+        try:
+            claims = Claims(_ThreadSession(r, board, ready), chunks if r == 0 else None)
+            for chunk in claims:
+                got[r].append(chunk)
+                time.sleep(0.003 if r == 0 else 0.009)
+            counts.append((claims.claimed == len(got[r]), claims.count))
+            done.wait()  # rank 0 serves the store until every rank is done claiming
+            claims.close()
+        except Exception as exc:  # noqa: BLE001 - handed to the test
+            errors.append(exc)
+            done.abort()
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (1, 0)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert not errors and counts == [(True, 24)] * 2
+    assert sorted(c["k"] for r in got for c in got[r]) == list(range(24))
+    assert all([c["k"] for c in got[r]] == sorted(c["k"] for c in got[r]) for r in got)
+    assert [c for r in got for c in got[r] if c["k"] == 5][0]["blob"] == chunks[5]["blob"]
+    assert len(got[0]) > len(got[1])
+
+
+def test_claims_stop_every_rank_with_rank_0s_error():
+    import threading
+
+    board, ready = {}, threading.Event()
+    errors = []
+
+    def rank(r: int) -> None:
+        try:
+            Claims(_ThreadSession(r, board, ready), ArgumentError("no inputs") if r == 0 else None)
+        except ArgumentError as exc:
+            errors.append((r, str(exc)))
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in (0, 1)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(30)
+    assert sorted(errors) == [(0, "no inputs"), (1, "no inputs")]
 
 
 def test_the_cost_model_follows_the_pipelines_passes():

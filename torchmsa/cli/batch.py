@@ -12,11 +12,12 @@ status is then 1.
 
 Under torchrun (``torchrun --nproc-per-node 4 -m torchmsa batch DIR -o OUT``; on several
 hosts the same command with ``--nnodes``; ``--distributed off`` declines) rank 0 lists the
-inputs, skips those done before, reads the rest and splits them between the ranks by
-estimated cost, longest first; each rank aligns its share on its own GPU (``cuda:LOCAL_RANK``)
-or the CPU with a store of its own (``--data DIR`` keeps ``DIR/rank-N``; ``--db`` is
-refused), and rank 0 writes every output as the results arrive, so inputs and outputs need
-only be on its host and an interrupted run resumes as above. The outputs are those of one
+inputs, skips those done before, reads the rest and cuts them into chunks by estimated cost,
+costliest first, that the ranks claim as they become free (decision 0063); each rank aligns
+what it claims on its own GPU (``cuda:LOCAL_RANK``) or the CPU with a store of its own
+(``--data DIR`` keeps ``DIR/rank-N``; ``--db`` is refused), and rank 0 writes every output
+as the results arrive, so inputs and outputs need only be on its host and an interrupted
+run resumes as above. The outputs are those of one
 process. Each rank logs one line of the files it ran and how long it took; rank 0 prints the
 failures and the summary; every rank exits with the same status.
 """
@@ -148,10 +149,12 @@ def _done_before(src: Path, out: Path) -> bool:
     return out.exists() and src.exists() and out.stat().st_mtime >= src.stat().st_mtime
 
 
-def _align(items: list, args, device, data_dir: str | None, report) -> None:
-    """Align ``items`` (``(index, source, text or None)``: ``None`` reads the source) through
-    one store and worker; ``report((index, placement, text, None))`` for each alignment as it
-    is done, ``report((index, None, None, error))`` for each failure."""
+def _align(batches, args, device, data_dir: str | None, report) -> None:
+    """Align the items of ``batches`` (lists of ``(index, source, text or None)``: ``None``
+    reads the source) through one store and worker, a batch once the one before is done
+    (under torchrun each batch is a chunk this rank claimed); ``report((index, placement,
+    text, None))`` for each alignment as it is done, ``report((index, None, None, error))``
+    for each failure."""
     from torchmsa.serve.store import Store
     from torchmsa.serve.worker import Worker
 
@@ -161,13 +164,23 @@ def _align(items: list, args, device, data_dir: str | None, report) -> None:
     try:
         store.requeue_at_start()
         pending: dict[str, int] = {}
-        for index, src, text in items:
-            try:
-                info = store.submit(_read(Path(src)) if text is None else text, options, "batch")
-            except (OSError, ValueError) as exc:
-                report((index, None, None, " ".join(str(exc).split())))
-                continue
-            pending[info.id] = index
+        feed = iter(batches)
+
+        def top_up() -> None:  # the next batch, once the last one is done
+            while not pending:
+                items = next(feed, None)
+                if items is None:
+                    return
+                for index, src, text in items:
+                    try:
+                        text = _read(Path(src)) if text is None else text
+                        info = store.submit(text, options, "batch")
+                    except (OSError, ValueError) as exc:
+                        report((index, None, None, " ".join(str(exc).split())))
+                        continue
+                    pending[info.id] = index
+
+        top_up()
         worker = Worker(store, device=device, cpu_workers=args.cpu_workers)
         try:
             while pending:
@@ -182,6 +195,7 @@ def _align(items: list, args, device, data_dir: str | None, report) -> None:
                             report((index, info.placement, text, None))
                 if pending and worker.run_once() == 0:
                     time.sleep(0.05)
+                top_up()
         finally:
             worker.close()
     finally:
@@ -232,7 +246,7 @@ def run(args) -> int:
         done += 1
         say(f"aligned {files[index]} -> {outs[index]} ({placement})")
 
-    _align(items, args, args.device, args.data, report)
+    _align([items], args, args.device, args.data, report)
     return _summary(done, skipped, failed, files, time.perf_counter() - t0)
 
 
@@ -258,8 +272,10 @@ def _cost_rule(args):
 
 def _leader_plan(args, ranks: int, say):
     """Rank 0's plan: the inputs, their outputs, what was done before or cannot be read, and
-    each rank's share of the rest (``{"items": [(index, source, text)], "cost": cells}``)."""
-    from torchmsa.distributed.partition import partition, text_shape
+    the rest in chunks for the ranks to claim (``{"items": [(index, source, text)], "cost":
+    cells}``, costliest first: :func:`torchmsa.distributed.claims.guided`)."""
+    from torchmsa.distributed.claims import guided
+    from torchmsa.distributed.partition import text_shape
 
     files = _checked_inputs(args)
     outs = [output_path(f, args.outdir, args.format) for f in files]
@@ -278,15 +294,16 @@ def _leader_plan(args, ranks: int, say):
         n, longest = text_shape(text)
         items.append((index, str(src), text))
         costs.append(cost_of(n, longest))
-    shares = [
-        {"items": [items[k] for k in share], "cost": sum(costs[k] for k in share)}
-        for share in partition(costs, ranks)
+    chunks = [
+        {"items": [items[k] for k in chunk], "cost": sum(costs[k] for k in chunk)}
+        for chunk in guided(costs, ranks)
     ]
-    return files, outs, failed, skipped, shares
+    return files, outs, failed, skipped, chunks
 
 
 def _run_ranks(args, world) -> int:
     """``torchmsa batch`` as one rank of several (see the module docstring)."""
+    from torchmsa.distributed.claims import Claims
     from torchmsa.distributed.many import compact
     from torchmsa.distributed.session import session
     from torchmsa.pipeline.placement import thread_cap
@@ -299,17 +316,15 @@ def _run_ranks(args, world) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
     t0 = time.perf_counter()
     with session(world, args.device, timeout_s=args.rank_timeout, keep=False) as s:
-        plan, shares = None, None
+        plan, chunks = None, None
         if s.leader:
             try:
-                *plan, shares = _leader_plan(args, s.size, say)
+                *plan, chunks = _leader_plan(args, s.size, say)
             except (TorchMSAError, ValueError, OSError) as exc:
-                shares = [exc] * s.size  # every rank stops with rank 0's error
+                chunks = exc  # every rank stops with rank 0's error
             say(f"torchmsa batch: {s.tag}: planned in {time.perf_counter() - t0:.1f} s")
-        share = s.scatter(shares)
-        shares = None  # rank 0 keeps only its own texts
-        if isinstance(share, Exception):
-            raise share
+        claims = Claims(s, chunks)  # rank 0's texts now live in its store until claimed
+        chunks = None
         files, outs, failed, skipped = plan if s.leader else (None, None, {}, 0)
         done = 0
 
@@ -341,19 +356,28 @@ def _run_ranks(args, world) -> int:
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
             threads = max(1, (cores or os.cpu_count() or 1) // max(1, world.local_size))
             os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))
+            indices, cost = [], 0.0
+
+            def claimed():
+                nonlocal cost
+                for chunk in claims:
+                    indices.extend(i for i, _, _ in chunk["items"])
+                    cost += chunk["cost"]
+                    yield chunk["items"]
+
             with thread_cap(threads):
-                _align(share["items"], args, str(s.device), data, mine)
-            indices = [i for i, _, _ in share["items"]]
+                _align(claimed(), args, str(s.device), data, mine)
             # one write: the ranks share a standard error, and print's text and its newline
             # are two writes, between which another rank's line once fell (CI)
             sys.stderr.write(
-                f"torchmsa batch: {s.tag}: ran {len(indices)} files ({compact(indices)}; est. "
-                f"{share['cost']:.3g} cells), {ok} aligned, {bad} failed, "
-                f"{time.perf_counter() - t1:.1f} s\n"
+                f"torchmsa batch: {s.tag}: ran {len(indices)} files in {claims.claimed} "
+                f"chunks of {claims.count} ({compact(indices)}; est. {cost:.3g} cells), "
+                f"{ok} aligned, {bad} failed, {time.perf_counter() - t1:.1f} s\n"
             )
             sys.stderr.flush()
 
         s.run(work, deliver if s.leader else None)
+        claims.close()  # every rank is past claiming: s.run returns once all are done
         status = 0
         if s.leader:
             seconds = time.perf_counter() - t0

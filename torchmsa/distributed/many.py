@@ -3,11 +3,12 @@
 Every rank calls ``align_many`` with the same inputs (the same paths, readable on every host,
 or the same sequences). The ranks first compare a fingerprint of the inputs (paths by name,
 sequences by content) and estimate each input's cost (:mod:`~torchmsa.distributed.partition`;
-rank ``r`` reads the inputs ``i`` with ``i % size == r``, and the estimates are shared), so
-that all of them compute the same :func:`~torchmsa.distributed.partition.partition`. Each
-rank aligns its share in one local ``align_many`` call on its own device (a share that
-fails is rerun input by input, so one bad input fails alone), and the results, moved to the
-host, are gathered on every rank in input order and moved to that rank's device.
+rank ``r`` reads the inputs ``i`` with ``i % size == r``, and the estimates are shared).
+Rank 0 cuts the inputs into chunks, costliest first, that the ranks claim as they become
+free (:mod:`~torchmsa.distributed.claims`). Each rank aligns a chunk in one local
+``align_many`` call on its own device (a chunk that fails is rerun input by input, so one
+bad input fails alone), and the results, moved to the host, are gathered on every rank in
+input order and moved to that rank's device.
 
 Under ``distributed="auto"``, ranks that pass different inputs (each aligning its own, as a
 data-parallel program does) are left to do so: every rank then runs locally. Under
@@ -23,7 +24,8 @@ import pickle
 import time
 from collections.abc import Callable
 
-from torchmsa.distributed.partition import cost_rule, partition
+from torchmsa.distributed.claims import Claims, guided
+from torchmsa.distributed.partition import cost_rule
 from torchmsa.distributed.session import DEFAULT_TIMEOUT_S, DistributedError, session
 from torchmsa.distributed.world import World
 from torchmsa.errors import ArgumentError, JobsFailed
@@ -185,20 +187,24 @@ def align_over_ranks(
         for _, c in told:
             for i, v in c.items():
                 costs[i] = v
-        share = partition(costs, s.size)[s.rank]
+        claims = Claims(s, guided(costs, s.size) if s.leader else None)
 
         def work(emit) -> list:
-            t0 = time.perf_counter()
-            done = _align_share(share, inputs, trees, run, s.device)
+            t0, done, share = time.perf_counter(), [], []
+            for chunk in claims:
+                share += chunk
+                done += _align_share(chunk, inputs, trees, run, s.device)
             failed = sum(e is not None for _, _, e in done)
             log.info(
-                "%s: aligned %d of %d inputs (%s; est. cost %.3g), %d failed, %.1f s",
-                s.tag, len(share), len(inputs), compact(share),
+                "%s: aligned %d of %d inputs in %d chunks of %d (%s; est. cost %.3g), "
+                "%d failed, %.1f s",
+                s.tag, len(share), len(inputs), claims.claimed, claims.count, compact(share),
                 sum(costs[i] for i in share), failed, time.perf_counter() - t0,
             )  # fmt: skip
             return done
 
         done = s.run(work)
+        claims.close()
         parts = s.all_gather(done)
     results: list = [None] * len(inputs)
     errors: dict = {}

@@ -1,4 +1,4 @@
-"""What a family costs, and which rank aligns it.
+"""What a family costs: the estimate that orders the families and cuts them into chunks.
 
 The cost model (:func:`family_cost`) is in units of ``N x L^1.5`` (``N`` sequences, ``L`` the
 longest), by the passes the pipeline makes:
@@ -17,24 +17,17 @@ plus ``N x L`` for reading and encoding. The exponents and weights were fitted t
 alignments on a CPU and checked against an H100's (decision record 0039): within a factor of
 about 1.5 on the CPU and 2 on the GPU for 50 to 2,000 sequences of 100 to 500 residues, where
 ``N x L^2`` for every mode (the worker's placement rule) is off by 3 to 5 times between modes.
-The model only has to order families and balance sums; the results never depend on it.
-
-:func:`partition` is LPT (longest processing time first, Graham 1969): families by falling
-cost, ties by input index, each to the rank with the least cost so far, ties by rank index.
-Every rank that computes it from the same costs gets the same shares. The largest share
-exceeds the mean ``sum / ranks`` by less than the largest single family, and is at most 4/3
-of the best partition's largest share (Graham's bound).
+The model only orders the families and sizes the chunks that the ranks claim
+(:func:`torchmsa.distributed.claims.guided`); the results never depend on it, and its errors
+no longer decide how long the slowest rank runs (decision 0063: shares fixed by it in
+advance, LPT, left 4 ranks 1.22 times apart).
 """
 
 from __future__ import annotations
 
-import heapq
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from torchmsa.errors import ArgumentError
-
-__all__ = ["cost_rule", "family_cost", "partition", "text_shape"]
+__all__ = ["cost_rule", "family_cost", "text_shape"]
 
 
 def family_cost(n: int, longest: int, mode: str, tree: str = "upgma_mafft") -> float:
@@ -77,30 +70,6 @@ def cost_rule(config) -> Callable[[int, int], float]:
         return family_cost(n, longest, mode, tree)
 
     return cost
-
-
-def partition(costs: Sequence[float], ranks: int) -> list[list[int]]:
-    """Each rank's share of the items (indices into ``costs``, in input order), by LPT.
-
-    >>> partition([5, 1, 4, 2, 3], 2)
-    [[0, 1, 3], [2, 4]]
-    """
-    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
-        raise ArgumentError(f"Invalid value for `ranks` argument: {ranks!r}; give 1 or more")
-    costs = [float(c) for c in costs]
-    bad = next((i for i, c in enumerate(costs) if not (math.isfinite(c) and c >= 0)), None)
-    if bad is not None:
-        raise ArgumentError(
-            f"Invalid value for `costs` argument: item {bad} costs {costs[bad]!r}; every cost "
-            f"must be a finite number, 0 or more"
-        )
-    shares: list[list[int]] = [[] for _ in range(ranks)]
-    loads = [(0.0, r) for r in range(ranks)]  # a heap of (load, rank): least load, then rank
-    for i in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
-        load, r = heapq.heappop(loads)
-        shares[r].append(i)
-        heapq.heappush(loads, (load + costs[i], r))
-    return [sorted(s) for s in shares]
 
 
 def text_shape(text: str) -> tuple[int, int]:

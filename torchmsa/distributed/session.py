@@ -130,21 +130,6 @@ class Session:
         )
         return box[0]
 
-    def scatter(self, items: list | None = None) -> Any:
-        """Rank 0 gives one item per rank (``items``, a list of :attr:`size`); each rank
-        gets its own."""
-        import torch.distributed as dist
-
-        box: list = [None]
-        given = list(items) if self.leader and items is not None else None
-        if self.leader and (given is None or len(given) != self.size):
-            raise ArgumentError(f"rank 0 must scatter {self.size} items, one per rank")
-        self._collective(
-            "handing out the work",
-            lambda: dist.scatter_object_list(box, given, src=0, group=self.group),
-        )
-        return box[0]
-
     def run(
         self,
         work: Callable[[Callable[[Any], None]], T],
