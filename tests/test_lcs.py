@@ -4,12 +4,15 @@ CPU code (``interpreter``: tiny shapes; ``gpu``: real sizes), the distances, and
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
 import torchmsa
 from torchmsa.config import AlignConfig, RefineConfig, TreeConfig
+from torchmsa.constants import LCS_TIE
 from torchmsa.cpu import lcs as cpu_lcs
 from torchmsa.errors import ArgumentError
 from torchmsa.ops.lcs import lcs_distances, lcs_lengths
@@ -103,10 +106,55 @@ def test_distances():
     lcs = torch.tensor([[3, 2, 0, 0], [2, 4, 0, 0], [0, 0, 0, 0], [0, 0, 0, 2]], dtype=torch.int32)
     lens = torch.tensor([3, 4, 0, 2])
     d = lcs_distances(lcs, lens)
-    # indel / (indel + LCS): (3 + 4 - 4) / (3 + 4 - 2) for the first pair
-    assert d[0, 1] == d[1, 0] == 3 / 5
-    assert d[2, 0] == d[0, 2] == 1.0 and d[2, 3] == 1.0
+    # indel / (indel + LCS) plus LCS_TIE sqrt(indel) / LCS: indel 3, LCS 2 for the first pair
+    assert d[0, 1] == d[1, 0] == 3 / 5 + math.sqrt(3) / 2 * LCS_TIE
+    assert d[2, 0] == d[0, 2] == 1.0 + math.sqrt(3) / 1 * LCS_TIE  # LCS 0 counts as 1
+    assert d[2, 3] == 1.0 + math.sqrt(2) * LCS_TIE
     assert torch.equal(torch.diagonal(d), torch.zeros(4, dtype=torch.float64))
+    assert torch.equal(lcs_distances(lcs, lens, rows=3), d)  # the row blocks change nothing
+
+
+def _key(a_len: int, b_len: int, c: int) -> float:
+    """The LCS distance of one pair, in plain Python."""
+    union = float(a_len + b_len) - c
+    indel = union - c
+    return indel / max(union, 1.0) + LCS_TIE * (math.sqrt(indel) / max(float(c), 1.0))
+
+
+def test_the_three_lcs_distances_agree_bit_for_bit_and_only_break_ties():
+    """The full matrix (``ops.lcs``), SLINK's rows (``cpu.slink``) and PartTree's blocks
+    (``parttree.counts``) give a plain-Python oracle's values; the tie term orders pairs the
+    first measure ties by FAMSA's ``sqrt(indel) / LCS`` and never reorders two pairs the first
+    measure tells apart (unions up to 4,000 residues)."""
+    from torchmsa.cpu.slink import lcs_key_rows
+    from torchmsa.parttree.counts import lcs_distances as block_distances
+
+    rng = np.random.default_rng(5)
+    n = 60
+    lens = rng.integers(0, 2000, n)
+    lcs = np.minimum.outer(lens, lens) * rng.random((n, n))
+    lcs = np.floor(np.minimum(lcs, lcs.T)).astype(np.int64)
+    np.fill_diagonal(lcs, lens)
+    want = np.array([[_key(lens[i], lens[j], lcs[i, j]) for j in range(n)] for i in range(n)])
+    np.fill_diagonal(want, 0.0)
+    full = lcs_distances(torch.from_numpy(lcs).to(torch.int32), torch.from_numpy(lens)).numpy()
+    assert np.array_equal(full, want)
+    rows = np.zeros((n - 10, n))
+    lcs_key_rows(lcs[10:], lens, 10, rows)
+    assert all(np.array_equal(rows[t, : 10 + t], want[10 + t, : 10 + t]) for t in range(n - 10))
+    assert np.array_equal(block_distances(lcs[:7, 7:], lens[:7], lens[7:]), want[:7, 7:])
+    # ties of indel / (indel + LCS): the same ratio indel : LCS, so the larger LCS comes first
+    assert _key(300, 300, 290) < _key(150, 150, 145) < _key(30, 30, 29)
+    pairs = [
+        (a, b, c)
+        for a in range(1, 2001, 61)
+        for b in range(1, 2001, 67)
+        for c in range(0, min(a, b) + 1, 29)
+    ]
+    keys = [_key(*p) for p in pairs]
+    first = [(a + b - 2 * c) / max(a + b - c, 1) for a, b, c in pairs]
+    order = sorted(range(len(pairs)), key=keys.__getitem__)
+    assert all(first[i] <= first[j] for i, j in zip(order, order[1:]))
 
 
 def test_lcs_tree_is_single_linkage_on_lcs_distances():

@@ -50,3 +50,12 @@ SCAN_LIMIT = 1 << 28
 PAD = (1 << 31) - 1
 # the reduced-alphabet group of residues that are not counted (and of the gap code)
 NOT_COUNTED = 255
+
+# ---- guide trees (cpu/slink.py, ops/lcs.py, parttree/counts.py) -----------------------------
+
+# The LCS distance's tie-break (decision 0065): ``indel / (indel + LCS)`` plus ``LCS_TIE`` times
+# FAMSA's ``sqrt(indel) / LCS``. The second term is at most 6.4e-9 for two sequences whose
+# lengths add up to 4,000 residues, below half the smallest gap between two different values
+# of the first (``1 / union^2``, at least 6.25e-8 there), so up to that length it only orders
+# pairs the first measure ties.
+LCS_TIE = 1e-10

@@ -1,15 +1,20 @@
-"""Decision 0047's addendum: HomFam families aligned in fast mode under the LCS single-linkage
-tree with its shipped distance ``indel / (indel + LCS)`` and with ``sqrt(indel) / LCS``, and
-with tied joins resolved largest-cluster-first or smallest-first instead of by leaf ids; SP/TC
-against each family's reference, and how many of the tree's joins share a height. CPU, one
-process; prints one line per family and variant, writes no CSV.
+"""Decision 0047's addendum and 0065: families aligned in fast mode under the LCS single-linkage
+tree with its shipped distance (``indel / (indel + LCS)``, ties broken by ``sqrt(indel) /
+LCS``, 0065), without that tie term (``plain``: the distance before 0065), with ``sqrt(indel)
+/ LCS`` alone, and with tied joins resolved largest-cluster-first or smallest-first instead of
+by leaf ids; SP/TC against each family's reference, and how many of the tree's joins share a
+height. CPU, one process; prints one line per family and variant, writes no CSV.
 
-    python -m benchmarks.probes.lcs_distance rhv PDZ LIM [--variants shipped,sqrt,big,small]
+    python -m benchmarks.probes.lcs_distance rhv PDZ exthomfam_small/FN1 [--variants shipped,plain]
+
+A family is ``SET/NAME`` under the benchmark data (``homfam`` when no set is given); SP and
+TC count the reference's ``core.txt`` columns where it has one.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -17,7 +22,7 @@ from numba import njit
 
 from benchmarks.harness import DATA_DIR
 
-_VARIANTS = ("shipped", "sqrt", "big", "small")
+_VARIANTS = ("shipped", "plain", "sqrt", "big", "small")
 
 
 @njit(cache=False)
@@ -29,6 +34,19 @@ def _sqrt_key_rows(lcs_rows, lens, r0, out):
             c = np.float64(lcs_rows[t, j])
             indel = np.float64(lens[i]) + np.float64(lens[j]) - 2.0 * c
             out[t, j] = np.sqrt(indel) / max(c, 1.0)
+
+
+@njit(cache=False)
+def _plain_key_rows(lcs_rows, lens, r0, out):
+    """``indel / (indel + LCS)`` without the tie term of decision 0065 (the distance shipped
+    before it), in the place of ``lcs_key_rows``."""
+    for t in range(lcs_rows.shape[0]):
+        i = r0 + t
+        li = np.float64(lens[i])
+        for j in range(i):
+            c = np.float64(lcs_rows[t, j])
+            union = (li + np.float64(lens[j])) - c
+            out[t, j] = (union - c) / max(union, 1.0)
 
 
 def _tie_joins(rule: str, shipped):
@@ -87,7 +105,7 @@ def _tied_joins(seqs: list[str]) -> tuple[int, int]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("families", nargs="+", help="HomFam family names")
+    ap.add_argument("families", nargs="+", help="families: NAME (HomFam) or SET/NAME")
     ap.add_argument("--variants", default=",".join(_VARIANTS))
     args = ap.parse_args(argv)
 
@@ -99,16 +117,20 @@ def main(argv=None) -> int:
 
     shipped_keys, shipped_joins = slink.lcs_key_rows, cpu_tree.spanning_joins
     for fam in args.families:
-        recs = read_sequences(DATA_DIR / "homfam" / f"{fam}.in.fasta.gz")
+        folder, _, fam = fam.rpartition("/")
+        base = DATA_DIR / (folder or "homfam") / fam
+        recs = read_sequences(f"{base}.in.fasta.gz")
+        core = f"{base}.core.txt" if os.path.exists(f"{base}.core.txt") else None
         tied, joins = _tied_joins([r.seq for r in recs])
         print(f"{fam}: {len(recs)} sequences, {tied} of {joins} joins share a height", flush=True)
         for v in args.variants.split(","):
-            slink.lcs_key_rows = _sqrt_key_rows if v == "sqrt" else shipped_keys
+            keys = {"sqrt": _sqrt_key_rows, "plain": _plain_key_rows}
+            slink.lcs_key_rows = keys.get(v, shipped_keys)
             big = v in ("big", "small")
             cpu_tree.spanning_joins = _tie_joins(v, shipped_joins) if big else shipped_joins
             t0 = time.perf_counter()
             aln = torchmsa.align(recs, device="cpu", mode="fast")
-            s = score_alignment(aln, DATA_DIR / "homfam" / f"{fam}.ref.fasta")
+            s = score_alignment(aln, f"{base}.ref.fasta", core)
             took = time.perf_counter() - t0
             print(f"  {v:8s} SP {s.sp:.4f} TC {s.tc:.4f} ({took:.1f} s)", flush=True)
         slink.lcs_key_rows, cpu_tree.spanning_joins = shipped_keys, shipped_joins

@@ -17,9 +17,9 @@ costliest first, that the ranks claim as they become free (decision 0063); each 
 what it claims on its own GPU (``cuda:LOCAL_RANK``) or the CPU with a store of its own
 (``--data DIR`` keeps ``DIR/rank-N``; ``--db`` is refused), and rank 0 writes every output
 as the results arrive, so inputs and outputs need only be on its host and an interrupted
-run resumes as above. The outputs are those of one
-process. Each rank logs one line of the files it ran and how long it took; rank 0 prints the
-failures and the summary; every rank exits with the same status.
+run resumes as above. The outputs are those of one process. Each rank logs one line of the
+files it ran and how long it took; rank 0 prints the failures and the summary; every rank
+exits with the same status.
 """
 
 from __future__ import annotations

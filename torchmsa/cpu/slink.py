@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from torchmsa.constants import LCS_TIE
+
 __all__ = ["SlinkState", "lcs_key_rows"]
 
 
@@ -63,17 +65,18 @@ def _add_rows(w_rows, r0, ids, pi, lw, la, lb, mw, ma, mb):
 
 @njit(cache=True)
 def lcs_key_rows(lcs_rows, lens, r0, out):
-    """FAMSA's LCS distance ``indel / (indel + LCS)`` of row blocks, in the same float64
-    operations as :func:`torchmsa.ops.lcs.lcs_distances` (so the same values): ``lcs_rows[t,
-    j]`` is the LCS of points ``r0 + t`` and ``j < r0 + t``, ``lens`` the lengths in the order
-    points are added."""
+    """The LCS distance of :func:`torchmsa.ops.lcs.lcs_distances` (FAMSA's ``indel / (indel +
+    LCS)``, ties broken by ``LCS_TIE x sqrt(indel) / LCS``) of row blocks, in the same float64
+    operations (so the same values): ``lcs_rows[t, j]`` is the LCS of points ``r0 + t`` and
+    ``j < r0 + t``, ``lens`` the lengths in the order points are added."""
     for t in range(lcs_rows.shape[0]):
         i = r0 + t
         li = np.float64(lens[i])
         for j in range(i):
             c = np.float64(lcs_rows[t, j])
             union = (li + np.float64(lens[j])) - c
-            out[t, j] = (union - c) / max(union, 1.0)
+            indel = union - c
+            out[t, j] = indel / max(union, 1.0) + LCS_TIE * (np.sqrt(indel) / max(c, 1.0))
 
 
 class SlinkState:

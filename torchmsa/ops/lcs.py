@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from torchmsa.config import MemoryBudget
+from torchmsa.constants import LCS_TIE
 from torchmsa.cpu import lcs as cpu_lcs
 from torchmsa.ops.backend import budget_bytes, resolve_backend
 
@@ -44,18 +45,25 @@ def lcs_lengths(
     return cpu_lcs.lcs_lengths(codes, lengths).to(codes.device)
 
 
-def lcs_distances(lcs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """``float64 [N, N]`` distances ``indel / (indel + LCS)`` from :func:`lcs_lengths`.
+def lcs_distances(lcs: torch.Tensor, lengths: torch.Tensor, *, rows: int = 1024) -> torch.Tensor:
+    """``float64 [N, N]`` distances from :func:`lcs_lengths`: FAMSA's ``indel / (indel +
+    LCS)``, its ties broken by FAMSA's other measure, ``constants.LCS_TIE x sqrt(indel) /
+    LCS`` (LCS at least 1; decision 0065).
 
     ``indel + LCS = |a| + |b| - LCS`` is 0 only for two empty sequences, whose distance is 0;
-    an empty sequence is at distance 1 from any other. The diagonal is 0.
+    an empty sequence is at distance 1 (plus its tie term) from any other. The diagonal is 0.
+    The work buffers take ``rows`` rows at a time beside the result.
     """
     lens = lengths.to(device=lcs.device, dtype=torch.float64)
-    dist = lcs.to(torch.float64)
-    union = lens[:, None] + lens[None, :]
-    union -= dist
-    dist.sub_(union).neg_()  # indel = union - LCS; two N x N buffers in all
-    dist /= union.clamp_min_(1.0)
+    n = lcs.shape[0]
+    dist = torch.empty((n, n), dtype=torch.float64, device=lcs.device)
+    for r0 in range(0, n, rows):
+        c = lcs[r0 : r0 + rows].to(torch.float64)
+        union = lens[r0 : r0 + rows, None] + lens[None, :]
+        union -= c
+        indel = union - c
+        tie = indel.sqrt().div_(c.clamp_min_(1.0)).mul_(LCS_TIE)
+        torch.div(indel, union.clamp_min_(1.0), out=dist[r0 : r0 + rows]).add_(tie)
     dist.fill_diagonal_(0.0)
     return dist
 

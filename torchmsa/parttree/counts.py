@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from torchmsa.config import ExecutionPolicy
+from torchmsa.constants import LCS_TIE
 from torchmsa.errors import ArgumentError
 from torchmsa.sequences import SequenceBatch
 
@@ -206,7 +207,10 @@ class LcsCounts:
 
 
 def lcs_distances(lcs: np.ndarray, sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    """FAMSA's LCS distance ``indel / (indel + LCS)`` (:func:`torchmsa.ops.lcs.lcs_distances`)
-    of a block of LCS lengths between sequences of lengths ``sa`` and ``sb``."""
+    """The LCS distance of :func:`torchmsa.ops.lcs.lcs_distances` (FAMSA's ``indel / (indel +
+    LCS)`` with its tie term), in the same float64 operations, of a block of LCS lengths
+    between sequences of lengths ``sa`` and ``sb``."""
     union = (sa[:, None] + sb[None, :]).astype(np.float64) - lcs
-    return (union - lcs) / np.maximum(union, 1.0)
+    indel = union - lcs
+    tie = np.sqrt(indel) / np.maximum(lcs, 1.0) * LCS_TIE
+    return indel / np.maximum(union, 1.0) + tie
