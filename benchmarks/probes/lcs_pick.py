@@ -71,17 +71,14 @@ def main(argv=None) -> int:
                 slink.lcs_key_rows = keys
                 aln = torchmsa.align(recs, device="cpu", mode="fast")
                 s = score_alignment(aln, f"{base}.ref.fasta", core)
-                out[variant] = (s.sp, s.tc, objectives(aln, matrix, *scoring_gaps(scoring)))
+                gaps = int(scoring.gap_open), int(scoring.gap_extend)
+                out[variant] = (s.sp, s.tc, objectives(aln, matrix, *gaps))
         finally:
             slink.lcs_key_rows = shipped
         (sp0, tc0, o0), (sp1, tc1, o1) = out["shipped"], out["sqrt"]
         line = f"{fam:28s} dTC {100 * (tc1 - tc0):+6.1f} dSP {100 * (sp1 - sp0):+6.1f}"
         print(line + "".join(f" | {k} {o1[k] - o0[k]:+.4g}" for k in o0), flush=True)
     return 0
-
-
-def scoring_gaps(scoring) -> tuple[int, int]:
-    return int(scoring.gap_open), int(scoring.gap_extend)
 
 
 if __name__ == "__main__":

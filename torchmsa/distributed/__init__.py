@@ -5,9 +5,9 @@ each) starts one process per GPU (a *rank*). ``torchmsa batch`` and
 :func:`torchmsa.align_many` then cut their families into chunks by estimated cost
 (:mod:`~torchmsa.distributed.partition`), costliest first, which the ranks claim as they
 become free (:mod:`~torchmsa.distributed.claims`); each rank aligns what it claims on its
-own GPU (``cuda:LOCAL_RANK``) or on the CPU, and the results
-come back to rank 0 (the command line: rank 0 writes every output) or to every rank (the
-API), in input order. A family that fails is reported; the others finish.
+own GPU (``cuda:LOCAL_RANK``) or on the CPU, and the results come back to rank 0 (the
+command line: rank 0 writes every output) or to every rank (the API), in input order. A
+family that fails is reported; the others finish.
 
 * :mod:`~torchmsa.distributed.world`: the launcher's variables (:class:`World`), whether a
   call spreads (:func:`wanted`), each rank's device and backend (NCCL on GPUs, gloo on CPUs).

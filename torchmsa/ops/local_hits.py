@@ -251,17 +251,17 @@ def _merged_hits(ranks, tracer, dp, k: int, min_score: int, active: int, first_c
     mine: list[tuple] = []
     events: set[tuple] = set()
     after = 0  # rounds since k hits were known
+    keys: list[tuple] = []  # every rank's keys so far, sorted
     while not all(done):
-        known = sorted(key for part in found for key in part)
-        size = _batch_size(k, len(known), active, after)
-        after += len(known) >= k
+        size = _batch_size(k, len(keys), active, after)
+        after += len(keys) >= k
         msgs = []
         while not done[me] and len(msgs) < size:
             key, event = _next_hit(tracer, dp, mine, k, min_score, first_col)
             msgs.append((key, event))
             if key is None or event or len(mine) == k:
                 break
-            if len(known) + len(msgs) >= k and key > sorted(known + [m for m, _ in msgs])[k - 1]:
+            if len(keys) + len(msgs) >= k and key > sorted(keys + [m for m, _ in msgs])[k - 1]:
                 break
         for r, infos in enumerate(ranks.all_gather(msgs)):
             for key, event in infos:
@@ -275,8 +275,7 @@ def _merged_hits(ranks, tracer, dp, k: int, min_score: int, active: int, first_c
         keys = sorted(key for part in found for key in part)
         if len(keys) >= k:  # a rank whose last hit is past the k-th has no more to give
             done = [d or bool(f and f[-1] > keys[k - 1]) for d, f in zip(done, found)]
-    keys = sorted(key for part in found for key in part)[:k]
-    return mine, set(keys), events
+    return mine, set(keys[:k]), events
 
 
 def _batch_size(k: int, known: int, active: int, after: int) -> int:
