@@ -10,8 +10,10 @@ from torchmsa.alphabet import (
     PROTEIN,
     RNA,
     detect_seqtype,
+    detect_texts,
     encode,
     encode_batch,
+    encode_texts,
     get_alphabet,
     resolve_alphabet,
 )
@@ -287,3 +289,34 @@ def test_encode_batch_matches_a_plain_python_oracle(alphabet):
         assert codes.shape == (n, max(lengths, default=0))
         gap = [alphabet.gap_code]
         assert codes.tolist() == [r + gap * (codes.shape[1] - len(r)) for r in rows]
+
+
+@pytest.mark.parametrize("alphabet", [PROTEIN, DNA], ids=lambda a: a.name)
+def test_encode_texts_gives_the_residue_texts_as_padded_ascii(alphabet):
+    """``raw`` holds residue text ``i`` from byte ``i * width``, case kept, padded with ``-``;
+    the other fields are encode_batch's, with or without the caller's joined text."""
+    rng = np.random.default_rng(12)
+    pool = list(alphabet.letters + alphabet.letters.lower() + "-.")
+    for _ in range(200):
+        n = int(rng.integers(0, 6))
+        seqs = ["".join(rng.choice(pool, int(rng.integers(0, 12)))) for _ in range(n)]
+        want = encode_batch(seqs, alphabet)
+        for text in (None, "".join(seqs)):
+            got = encode_texts(seqs, alphabet, text=text)
+            assert got.codes.tolist() == want[0].tolist()
+            assert got.lengths.tolist() == want[1].tolist() and got.residues == want[2]
+            assert got.width == max(map(len, want[2]), default=0)
+            padded = "".join(r.ljust(got.width, "-") for r in want[2])
+            assert got.raw == padded.encode("ascii")
+
+
+def test_detect_texts_is_detect_seqtype_of_the_joined_texts():
+    rng = np.random.default_rng(13)
+    pool = list("ACGTUNRYSWKMBDHVXacgtunx-.*EFLP1 ?é")
+    for _ in range(1000):
+        letters = rng.choice(pool, int(rng.integers(1, 6)))
+        texts = ["".join(rng.choice(letters, int(rng.integers(0, 40)))) for _ in range(2)]
+        assert detect_texts(*texts) is detect_seqtype(texts)
+    assert detect_texts("ACGT" * 20000 + "E", "ACGT") is PROTEIN
+    assert detect_texts("ACGT" * 20000, "acgE") is PROTEIN
+    assert detect_texts("ACGU" * 20000, "acgu") is RNA

@@ -238,7 +238,15 @@ def test_bad_characters_raise_the_per_sequence_error(seqtype):
             assert str(got.value) == str(want)
 
 
-def test_rows_from_ops_equals_ops_to_rows_on_random_ops():
+@pytest.mark.parametrize("per_thread", [None, 1, 7], ids=["one-thread", "1-op", "7-ops"])
+def test_rows_from_ops_equals_ops_to_rows_on_random_ops(per_thread, monkeypatch):
+    """Filled by one thread, or (a few ops per thread) by several threads over contiguous
+    ranges of pairs: the same rows."""
+    from torchmsa.ops import pairwise
+
+    if per_thread is not None:
+        monkeypatch.setattr(pairwise, "ROWS_PER_THREAD", per_thread)
+        monkeypatch.setattr("numba.get_num_threads", lambda: 4)
     rng = np.random.default_rng(60)
     for _ in range(30):
         P = int(rng.integers(0, 12))
@@ -259,6 +267,21 @@ def test_rows_from_ops_equals_ops_to_rows_on_random_ops():
         if P:
             starts_zero = [ops_to_rows(ops[p, : n_ops[p]], a[p], b[p]) for p in range(P)]
             assert rows_from_ops(torch.from_numpy(ops), n_ops, a, b) == starts_zero
+
+
+def test_rows_past_a_text_name_the_first_such_pair_for_any_thread_count(monkeypatch):
+    from torchmsa.ops import pairwise
+
+    ops = np.zeros((6, 4), np.uint8)  # four matches each
+    a, b = ["ACDE"] * 6, ["WYKL"] * 6
+    a[3] = a[5] = "AC"  # pairs 3 and 5 need more of a than they hold
+    for per_thread in (1 << 20, 1):
+        monkeypatch.setattr(pairwise, "ROWS_PER_THREAD", per_thread)
+        monkeypatch.setattr("numba.get_num_threads", lambda: 3)
+        with pytest.raises(ValueError, match="pair 3's ops use more residues"):
+            # texts joined: pair 3 runs into pair 4's letters unless it is the last one;
+            # starts past the end make both bad pairs read past the joined text
+            rows_from_ops(ops, [4] * 6, a, b, [0, 0, 0, 30, 0, 30], [0] * 6)
 
 
 def test_empty_sequences_and_empty_lists():

@@ -20,6 +20,7 @@ Gap characters ``-`` and ``.`` in unaligned input are removed (documented behavi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,9 +35,12 @@ __all__ = [
     "get_alphabet",
     "resolve_alphabet",
     "detect_seqtype",
+    "detect_texts",
     "require_strings",
     "encode",
     "encode_batch",
+    "encode_texts",
+    "EncodedTexts",
 ]
 
 INVALID = 255  # the lookup's code of a character the alphabet does not allow
@@ -208,6 +212,16 @@ def detect_seqtype(seqs: list[str]) -> Alphabet:
     return RNA if "U" in letters and "T" not in letters else DNA
 
 
+def detect_texts(*texts: str) -> Alphabet:
+    """:func:`detect_seqtype` of ``texts`` joined (each the texts of many sequences, joined),
+    without joining them where the first one's first characters already hold a letter that
+    makes the input protein (the common case of a batch of pairs)."""
+    head = texts[0][:_DETECT_HEAD]
+    if head.isascii() and b"\x03" in head.encode("ascii").translate(_DETECT_CLASSES):
+        return PROTEIN
+    return detect_seqtype(texts)
+
+
 def _detect_ascii(text: str) -> Alphabet:
     """:func:`detect_seqtype` of ASCII text: each byte mapped to its class (``bytes.translate``,
     :data:`_DETECT_CLASSES`) and the classes counted."""
@@ -275,6 +289,25 @@ def encode(seq: str, alphabet: Alphabet, name: str = "", index: int = 0) -> tupl
     return codes[keep], np.frombuffer(raw, dtype=np.uint8)[keep].tobytes().decode("ascii")
 
 
+class EncodedTexts(NamedTuple):
+    """What :func:`encode_texts` returns.
+
+    Attributes:
+        codes: ``uint8 [N, width]`` residue codes padded with the gap code.
+        lengths: ``int32 [N]`` residue counts.
+        residues: each residue text with gaps removed (case kept).
+        raw: the residue texts as ASCII bytes (case kept), text ``i`` from byte
+            ``i * width``, padded with ``-`` to ``width``.
+        width: the longest residue count.
+    """
+
+    codes: np.ndarray
+    lengths: np.ndarray
+    residues: list[str]
+    raw: bytes
+    width: int
+
+
 def encode_batch(
     seqs: list[str], alphabet: Alphabet, names: list[str] | None = None
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -298,7 +331,16 @@ def encode_batch(
             one, as :func:`encode` would.
         ArgumentError: an item of ``seqs`` is not a ``str``.
     """
-    text = _joined(seqs, names)
+    return encode_texts(seqs, alphabet, names)[:3]
+
+
+def encode_texts(
+    seqs: list[str], alphabet: Alphabet, names: list[str] | None = None, text: str | None = None
+) -> EncodedTexts:
+    """:func:`encode_batch`, which also returns the residue texts as one block of ASCII bytes
+    (what rows of an alignment are cut from); ``text``: ``"".join(seqs)`` where the caller
+    has it already."""
+    text = _joined(seqs, names) if text is None else text
     gapped = any(ch in text for ch in GAP_CHARS)
     lengths = np.fromiter(map(len, seqs), np.int32, len(seqs))
     width = int(lengths.max(initial=0))
@@ -306,16 +348,16 @@ def encode_batch(
         text = "".join([s.ljust(width, "-") for s in seqs])
     # the rows of codes in one lookup, bytes.translate (numpy's index arrays cost 8 bytes a
     # residue); one '?' (invalid) per non-ASCII character keeps character offsets
-    coded = text.encode("ascii", "replace").translate(alphabet.lookup.tobytes())
+    raw = text.encode("ascii", "replace")
+    coded = raw.translate(alphabet.lookup.tobytes())
     if INVALID in coded:  # the first bad character in row order: that of the first bad text
         i, pos = divmod(coded.index(INVALID), width)
         raise InvalidCharacterError(_name(names, i), i, pos + 1, seqs[i][pos], alphabet.name)
     if gapped:  # checked as given (error positions count the gaps), encoded without them
         residues = [s.replace("-", "").replace(".", "") for s in seqs]
-        codes, lengths, _ = encode_batch(residues, alphabet, names)
-        return codes, lengths, residues
+        return encode_texts(residues, alphabet, names)
     codes = np.frombuffer(bytearray(coded), dtype=np.uint8)  # a writable copy
-    return codes.reshape(len(seqs), width), lengths, list(seqs)
+    return EncodedTexts(codes.reshape(len(seqs), width), lengths, list(seqs), raw, width)
 
 
 def _joined(seqs: list[str], names: list[str] | None) -> str:

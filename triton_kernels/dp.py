@@ -158,24 +158,30 @@ def pairwise_score(
     budget: int | None = None,
     force_config: dp_plan.Config | None = None,
     packed_tracking: bool = True,
+    sizes=None,
 ):
     """Scores of pairs ``(codes_a[p, :len_a[p]], codes_b[p, :len_b[p]])``.
 
     Arguments:
         codes_a, codes_b: ``uint8 [P, La]``, ``uint8 [P, Lb]`` residue codes.
         len_a, len_b: ``int32 [P]`` lengths.
-        matrix: ``int32 [A, A]`` substitution scores.
+        matrix: ``int32 [A, A]`` substitution scores (on the host, it is read there and copied
+            without waiting for the device).
         gap_open, gap_extend: ``int`` costs.
         mode: ``GLOBAL``, ``LOCAL`` or ``SEMIGLOBAL``.
         budget: bytes the call may plan for (``torchmsa.ops`` passes ``MemoryBudget``'s
             figure); ``None``: the memory free on a GPU, no limit for CPU tensors.
         force_config, packed_tracking: launch options (tests, benchmarks): see
             ``dp_plan.plan``; results do not depend on them.
+        sizes: ``int64 [2, P]``, ``len_a`` and ``len_b`` on the host where the caller has
+            them (else copied from the device: one wait).
 
     Returns:
         ``int32 [P, 3]`` on the inputs' device: score, end_i, end_j.
     """
-    args = dp_plan.pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
+    args = dp_plan.pair_args(
+        codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode, sizes=sizes
+    )
     if args.n.shape[0] == 0:
         return torch.empty((0, 3), dtype=torch.int32, device=args.n.device)
     options = dict(budget=budget, force_config=force_config, packed_tracking=packed_tracking)
@@ -196,6 +202,7 @@ def pairwise_align(
     budget: int | None = None,
     force_config: dp_plan.Config | None = None,
     packed_tracking: bool = True,
+    sizes=None,
 ):
     """Alignments of pairs (arguments as :func:`pairwise_score`).
 
@@ -204,7 +211,9 @@ def pairwise_align(
         ``(score, n_ops, start_i, start_j, end_i, end_j)`` and ``ops[p, :n_ops]`` the pair's
         ops in order.
     """
-    args = dp_plan.pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
+    args = dp_plan.pair_args(
+        codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode, sizes=sizes
+    )
     P, dev = args.n.shape[0], args.n.device
     width = codes_a.shape[1] + codes_b.shape[1]
     args.ops = torch.zeros((P, max(1, width)), dtype=torch.uint8, device=dev)
@@ -253,6 +262,8 @@ def profile_align(
             figure); ``None``: the memory free on a GPU, no limit for CPU tensors.
         force_config, packed_tracking: launch options (tests, benchmarks): see
             ``dp_plan.plan``; results do not depend on them.
+        sizes: ``int64 [2, P]``, ``len_a`` and ``len_b`` on the host where the caller has
+            them (else copied from the device: one wait).
 
     Returns:
         ``(info int32 [P, 6], ops uint8 [sum(n+m)], ops_off int64 [P])`` on the inputs'

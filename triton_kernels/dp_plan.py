@@ -9,6 +9,7 @@ shapes (CUDA-LINSi's length sorting). Groups are cut into launches ("chunks") wh
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,8 +118,10 @@ def _mode(mode) -> int:
     return int(mode)
 
 
-def _range(scores: torch.Tensor) -> tuple[int, int]:
-    """``(lowest, highest)`` score (one device sync); ``(0, 0)`` when empty."""
+def _range(scores) -> tuple[int, int]:
+    """``(lowest, highest)`` score (one device sync for a tensor on a device); ``(0, 0)`` when
+    empty."""
+    scores = torch.as_tensor(scores)
     if scores.numel() == 0:
         return 0, 0
     lo, hi = torch.stack(torch.aminmax(scores)).tolist()
@@ -135,7 +138,10 @@ def element_bits(lo: int, hi: int) -> int:
 
 def _host_sizes(n, m) -> np.ndarray:
     """``int64 [2, P]``: n and m on the host (one wait when they live on a device)."""
-    return np.stack([np.asarray(x.cpu(), np.int64) for x in (n, m)]).reshape(2, -1)
+    if isinstance(n, torch.Tensor) and isinstance(m, torch.Tensor) and n.device == m.device:
+        both = torch.stack([n.reshape(-1).to(torch.int64), m.reshape(-1).to(torch.int64)])
+        return both.cpu().numpy()
+    return np.stack([np.asarray(torch.as_tensor(x).cpu(), np.int64) for x in (n, m)]).reshape(2, -1)
 
 
 def _aligned(t: torch.Tensor) -> torch.Tensor:
@@ -153,12 +159,17 @@ def _checked(args: Args) -> Args:
     return args
 
 
-def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode) -> Args:
+def pair_args(
+    codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode, sizes=None
+) -> Args:
+    """Normalised inputs of a pairwise call; ``sizes``: ``int64 [2, P]`` lengths on the host
+    where the caller has them (else copied from ``len_a`` and ``len_b``: one wait). A matrix on
+    the host is read there and copied without waiting for the device."""
     dev = codes_a.device
     i32 = torch.zeros(1, dtype=torch.int32, device=dev)
     i64 = torch.zeros(1, dtype=torch.int64, device=dev)
-    mat = matrix.to(device=dev, dtype=torch.int32).contiguous()
-    lo, hi = _range(mat)  # the query profile holds matrix + gap_open
+    lo, hi = _range(matrix)  # the query profile holds matrix + gap_open
+    mat = to_device(matrix, dev, torch.int32).contiguous()
     codes_b = codes_b.to(device=dev, dtype=torch.uint8).contiguous()
     if codes_b.shape[1] == 0:
         codes_b = torch.zeros((codes_b.shape[0], 1), dtype=torch.uint8, device=dev)
@@ -186,9 +197,13 @@ def pair_args(codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode
             b_off=i64,
             res_a=i32,
             res_b=i32,
-            sizes=_host_sizes(len_a, len_b),
+            sizes=_host_sizes(len_a, len_b) if sizes is None else _sizes(sizes),
         )
     )
+
+
+def _sizes(sizes) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(sizes, dtype=np.int64).reshape(2, -1))
 
 
 def profile_args(
@@ -255,7 +270,7 @@ def choose_config(
     if force_config is not None:
         return force_config
     shapes = []
-    for cfg in menu(r_max):
+    for cfg in _menu(r_max):
         q, r = cfg.q, cfg.r
         passes = max(1, -(-n // (q * r)))
         step = r + STEP_COST + (XWARP_COST if q > 32 else 0)
@@ -274,6 +289,11 @@ def r_cap(profile: bool, trace: bool) -> int:
 def menu(r_max: int) -> list[Config]:
     """Every launch shape :func:`choose_config` can return under ``r_max``: the whole set of
     fill-kernel variants of one kind of call (``torchmsa.warmup()`` compiles them all)."""
+    return list(_menu(r_max))
+
+
+@functools.cache
+def _menu(r_max: int) -> tuple[Config, ...]:
     out = []
     for q in Q_CHOICES:
         for r in (r for r in R_CHOICES if r <= r_max):
@@ -282,7 +302,7 @@ def menu(r_max: int) -> list[Config]:
             # score-only
             cap = 128 if r_max > R_MAX_TRACE and 16 <= r <= 20 else None
             out.append(Config(q=q, r=r, pb=pb, num_warps=max(1, pb * q // 32), maxnreg=cap))
-    return out
+    return tuple(out)
 
 
 def launch_bytes(budget: int | None, dev: torch.device) -> int:
@@ -321,16 +341,14 @@ def plan(
     budget = launch_bytes(budget, dev)
     # launch shapes by length class (factors of 4) on a GPU; one class on the CPU (the
     # interpreter pays per launch, not per lane)
-    group = np.ceil(np.log2(np.maximum(n, 1)) / 2).astype(np.int64) if dev.type == "cuda" else 0 * n
     launch = Launch(packed=packed_tracking and _packed(args, n, m))
     r_max = r_cap(args.profile, trace)
-    for g in np.unique(group):
-        members = np.nonzero(group == g)[0]
-        cfg = choose_config(
-            int(n[members].max()), int(np.ceil(m[members].mean())), P, lanes, r_max, force_config
-        )
-        passes = -(-n[members] // (cfg.q * cfg.r))
-        sort = np.lexsort((n[members], m[members], passes))
+    for members in _length_groups(n, dev.type == "cuda"):
+        n_g, m_g = n[members], m[members]
+        cfg = choose_config(int(n_g.max()), int(-(-m_g.sum() // len(m_g))), P, lanes, r_max,
+                            force_config)  # fmt: skip
+        passes = -(-n_g // (cfg.q * cfg.r))
+        sort = _shape_order(n_g, m_g, passes)
         members, passes = members[sort], passes[sort]
         width = max(1, int(passes.max()) * cfg.q * cfg.r)  # query-profile rows programs read
         tr = (-(-n[members] // cfg.r)) * m[members] * (-(-cfg.r // 8)) if trace else 0 * passes
@@ -357,6 +375,34 @@ def plan(
             launch.chunks.append(chunk)
             start = stop
     return launch
+
+
+def _length_groups(n: np.ndarray, by_length: bool) -> list[np.ndarray]:
+    """Pair indices by length class of ``a`` (powers of four; one class where not
+    ``by_length``), classes in increasing order, indices increasing in each."""
+    if not by_length or len(n) == 0:
+        return [np.arange(len(n))]
+    group = (np.ceil(np.log2(np.maximum(n, 1)) / 2)).astype(np.int64)
+    lo, hi = int(group.min()), int(group.max())
+    if lo == hi:
+        return [np.arange(len(n))]
+    order = np.argsort(group, kind="stable")
+    counts = np.bincount(group - lo)
+    return [part for part in np.split(order, np.cumsum(counts)[:-1]) if len(part)]
+
+
+def _shape_order(n: np.ndarray, m: np.ndarray, passes: np.ndarray) -> np.ndarray:
+    """The order of ``np.lexsort((n, m, passes))`` (by passes, then m, then n, ties by index),
+    through one stable sort of a packed key where the values fit in it."""
+    if (
+        len(n)
+        and int(n.max()) < (1 << 21)
+        and int(m.max()) < (1 << 21)
+        and int(passes.max()) < (1 << 21)
+    ):
+        key = (passes << 42) | (m << 21) | n
+        return np.argsort(key, kind="stable")
+    return np.lexsort((n, m, passes))
 
 
 def _check_lengths(args: Args, n: np.ndarray, m: np.ndarray) -> None:

@@ -16,14 +16,15 @@ GAP = ord("-")
 
 
 @njit(cache=True, nogil=True)
-def fill_pair_rows(ops, n_ops, at, text_a, start_a, text_b, start_b, out_a, out_b) -> int:
-    """Pair ``p``'s rows at ``out_a[at[p] : at[p] + n_ops[p]]`` (and ``out_b``): op ``t`` of
+def fill_pair_rows(ops, n_ops, at, text_a, start_a, text_b, start_b, out_a, out_b, lo, hi) -> int:
+    """Pairs ``lo .. hi - 1`` (without the GIL: threads may fill disjoint ranges at once).
+    Pair ``p``'s rows at ``out_a[at[p] : at[p] + n_ops[p]]`` (and ``out_b``): op ``t`` of
     ``ops[p]`` takes the next letter of ``text_a`` from ``start_a[p]`` unless it is a gap in
     ``a`` (``OP_LEFT``), and of ``text_b`` from ``start_b[p]`` unless it is a gap in ``b``
     (``OP_UP``); ``-`` otherwise. Returns the first pair whose ops run past the end of a
     text (``-1``: none): a guard against ops that are not the texts', not a check of each
     pair's own end."""
-    for p in range(ops.shape[0]):
+    for p in range(lo, hi):
         ia, ib, o = start_a[p], start_b[p], at[p]
         for t in range(n_ops[p]):
             ia = _put(ops[p, t] != OP_LEFT, text_a, ia, out_a, o + t)

@@ -10,6 +10,7 @@ built at once from the ops (:func:`rows_from_ops`). The tensor API has no Python
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from itertools import repeat
 from typing import NamedTuple
 
@@ -20,7 +21,9 @@ from torchmsa import constants
 from torchmsa.alphabet import (
     Alphabet,
     detect_seqtype,
+    detect_texts,
     encode_batch,
+    encode_texts,
     get_alphabet,
     require_strings,
 )
@@ -28,7 +31,7 @@ from torchmsa.config import MemoryBudget
 from torchmsa.cpu import dp as cpu_dp
 from torchmsa.errors import ArgumentError
 from torchmsa.ops import global_strips
-from torchmsa.ops.backend import budget_bytes, resolve_backend, resolve_device
+from torchmsa.ops.backend import budget_bytes, resolve_backend, resolve_device, to_device
 from torchmsa.scoring import Scoring, get_scoring
 
 __all__ = [
@@ -131,17 +134,20 @@ def pairwise_score_codes(
     backend="auto",
     *,
     budget: MemoryBudget | int | None = None,
+    sizes=None,
 ):
     """Batched scores on tensors: ``int32 [P, 3]`` (score, end_i, end_j); see ``cpu/dp.py``.
-    ``budget``: the memory the Triton launches may plan for (bytes or a MemoryBudget)."""
+    ``budget``: the memory the Triton launches may plan for (bytes or a MemoryBudget);
+    ``sizes``: ``int64 [2, P]``, the lengths on the host where the caller has them (the Triton
+    launches then need not wait for the device to read them)."""
     args = (codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
     if resolve_backend(backend, codes_a.device) == "triton":
         from torchmsa._triton import dp as triton_dp
 
         available = budget_bytes(budget, codes_a.device)
-        long = _long_global(len_a, len_b, mode)
+        long = _long_global(len_a, len_b, mode, sizes=sizes)
         if long is None:
-            return triton_dp.pairwise_score(*args, budget=available)
+            return triton_dp.pairwise_score(*args, budget=available, sizes=sizes)
         return _scores_with_long_global(args, long, triton_dp.pairwise_score, available)
     return cpu_dp.pairwise_score(*args)
 
@@ -159,34 +165,39 @@ def pairwise_align_codes(
     *,
     budget: MemoryBudget | int | None = None,
     wide: int | None = None,
+    sizes=None,
 ):
     """Batched alignments on tensors: ``(info int32 [P, 6], ops uint8 [P, La+Lb])``;
-    ``budget`` as :func:`pairwise_score_codes`; on the CPU, pairs whose full DP matrices would
-    not fit in it, or of more than ``wide`` cells, are traced back in linear space
-    (``cpu/dp_linear.py``, same results)."""
+    ``budget`` and ``sizes`` as :func:`pairwise_score_codes`; on the CPU, pairs whose full DP
+    matrices would not fit in it, or of more than ``wide`` cells, are traced back in linear
+    space (``cpu/dp_linear.py``, same results)."""
     args = (codes_a, len_a, codes_b, len_b, matrix, gap_open, gap_extend, mode)
     if resolve_backend(backend, codes_a.device) == "triton":
         from torchmsa._triton import dp as triton_dp
 
         available = budget_bytes(budget, codes_a.device)
-        long = _long_global(len_a, len_b, mode)
+        long = _long_global(len_a, len_b, mode, sizes=sizes)
         if long is None:
-            return triton_dp.pairwise_align(*args, budget=available)
+            return triton_dp.pairwise_align(*args, budget=available, sizes=sizes)
         return _with_long_global(args, long, triton_dp.pairwise_align, available)
     cpu = torch.device("cpu")
     return cpu_dp.pairwise_align(*args, budget=budget_bytes(budget, cpu), wide=wide)
 
 
-def _long_global(len_a, len_b, mode, sms: int | None = None) -> np.ndarray | None:
+def _long_global(len_a, len_b, mode, sms: int | None = None, sizes=None) -> np.ndarray | None:
     """Indices of the global pairs that go through the strips on a GPU (decision 0060), or
     ``None``: pairs of at least ``LONG_GLOBAL_CELLS`` cells, while they are few enough
     (``LONG_GLOBAL_PAIRS`` per multiprocessor) that the batched kernel, one block a pair,
     would leave most of the GPU idle (``sms`` multiprocessors; ``None``: the device's, 4
-    off a GPU, as under Triton's interpreter)."""
+    off a GPU, as under Triton's interpreter); ``sizes``: the lengths on the host, if known."""
     if mode != constants.GLOBAL:
         return None
-    cells = len_a.to(torch.int64) * len_b.to(torch.int64)
-    long = torch.nonzero(cells >= global_strips.LONG_GLOBAL_CELLS).flatten().cpu().numpy()
+    if sizes is not None:  # on the host: no wait for the device
+        n, m = np.asarray(sizes, np.int64).reshape(2, -1)
+        long = np.flatnonzero(n * m >= global_strips.LONG_GLOBAL_CELLS)
+    else:
+        cells = len_a.to(torch.int64) * len_b.to(torch.int64)
+        long = torch.nonzero(cells >= global_strips.LONG_GLOBAL_CELLS).flatten().cpu().numpy()
     if not long.size:
         return None
     if sms is None:
@@ -253,32 +264,54 @@ def rows_from_ops(
     Returns:
         ``(row_a, row_b)`` for each pair.
     """
+    P = len(a)
+    texts, origins = [], []
+    for side, starts in ((a, start_a), (b, start_b)):
+        sizes = np.fromiter(map(len, side), np.int64, P)
+        origin = np.cumsum(sizes) - sizes  # where each pair's text starts in the joined texts
+        if starts is not None:
+            origin += np.asarray(starts, dtype=np.int64).reshape(-1)
+        texts.append("".join(side).encode("ascii"))
+        origins.append(origin)
+    return _rows(ops, n_ops, texts[0], origins[0], texts[1], origins[1])
+
+
+ROWS_PER_THREAD = 1 << 18  # ops a thread of :func:`_rows` fills at least
+
+
+def _rows(ops, n_ops, text_a: bytes, at_a, text_b: bytes, at_b) -> list[tuple[str, str]]:
+    """:func:`rows_from_ops` on the residue texts as ASCII bytes: pair ``p``'s rows take
+    letters from ``text_a[at_a[p]:]`` and ``text_b[at_b[p]:]``. Filled by up to numba's thread
+    count of threads (pairs in contiguous ranges), the same rows for any count."""
+    from numba import get_num_threads
+
     from torchmsa.cpu.pair_rows import fill_pair_rows
 
     ops = np.ascontiguousarray(np.asarray(ops, dtype=np.uint8))
     n_ops = np.asarray(n_ops, dtype=np.int64).reshape(-1)
-    P = len(a)
+    P = len(n_ops)
     bounds = np.zeros(P + 1, np.int64)  # pair p's rows are [bounds[p], bounds[p + 1])
     np.cumsum(n_ops, out=bounds[1:])
-    texts, origins = [], []
-    for side, starts in ((a, start_a), (b, start_b)):
-        joined = "".join(side)
-        sizes = np.fromiter(map(len, side), np.int64, P)
-        origin = np.cumsum(sizes) - sizes  # where each pair's text starts in `joined`
-        if starts is not None:
-            origin += np.asarray(starts, dtype=np.int64).reshape(-1)
-        texts.append(np.frombuffer(joined.encode("ascii"), np.uint8))
-        origins.append(origin)
     total = int(bounds[-1])
     out_a, out_b = np.empty(total, np.uint8), np.empty(total, np.uint8)
-    bad = fill_pair_rows(
-        ops, n_ops, bounds, texts[0], origins[0], texts[1], origins[1], out_a, out_b
-    )
-    if bad >= 0:
-        raise ValueError(f"pair {bad}'s ops use more residues than its texts hold")
-    cuts = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-    rows_a, rows_b = out_a.tobytes().decode("ascii"), out_b.tobytes().decode("ascii")
-    return [(rows_a[s:e], rows_b[s:e]) for s, e in cuts]
+    args = (ops, n_ops, bounds, np.frombuffer(text_a, np.uint8), np.asarray(at_a, np.int64))
+    args += (np.frombuffer(text_b, np.uint8), np.asarray(at_b, np.int64), out_a, out_b)
+    threads = max(1, min(get_num_threads(), total // ROWS_PER_THREAD))
+    # contiguous ranges of about equal op counts
+    cuts = np.searchsorted(bounds, np.arange(threads + 1) * (total / threads)).tolist()
+    cuts[0], cuts[-1] = 0, P
+    ranges = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
+    if len(ranges) > 1:
+        with ThreadPoolExecutor(len(ranges)) as pool:
+            bad = list(pool.map(lambda r: fill_pair_rows(*args, r[0], r[1]), ranges))
+    else:
+        bad = [fill_pair_rows(*args, lo, hi) for lo, hi in ranges]
+    wrong = [k for k in bad if k >= 0]
+    if wrong:
+        raise ValueError(f"pair {min(wrong)}'s ops use more residues than its texts hold")
+    rows_a, rows_b = str(out_a.data, "ascii"), str(out_b.data, "ascii")
+    ends = bounds.tolist()
+    return [(rows_a[s:e], rows_b[s:e]) for s, e in zip(ends, ends[1:])]
 
 
 def encode_sequences(
@@ -339,9 +372,24 @@ def _encode(seqs: list[str], alphabet: Alphabet, label: str):
     """``(uint8 [N, L >= 1] codes, int32 [N] lengths, residue texts)``; a bad sequence is named
     ``label[k]`` in the error, as the per-sequence ``encode`` names it."""
     codes, lengths, residues = encode_batch(seqs, alphabet, _ItemNames(label, len(seqs)))
-    if codes.shape[1] == 0:  # only empty sequences: one column of padding, as for any batch
-        codes = np.full((len(seqs), 1), alphabet.gap_code, np.uint8)
-    return torch.from_numpy(codes), torch.from_numpy(lengths), residues
+    return _codes(codes, alphabet), torch.from_numpy(lengths), residues
+
+
+def _codes(codes: np.ndarray, alphabet: Alphabet) -> torch.Tensor:
+    """``codes`` as a tensor of at least one column: only empty sequences get one column of
+    padding, as any batch has."""
+    if codes.shape[1] == 0:
+        codes = np.full((codes.shape[0], 1), alphabet.gap_code, np.uint8)
+    return torch.from_numpy(codes)
+
+
+def _joined(seqs: list, label: str) -> str:
+    """The texts of ``seqs`` joined; an item that is not a string is named ``label[k]``."""
+    try:
+        return "".join(seqs)
+    except TypeError:
+        require_strings(seqs, label)
+        raise
 
 
 def _check_mode(mode: str) -> None:
@@ -362,8 +410,9 @@ def _setup(mode, seqtype, matrix, gap_open, gap_extend) -> Scoring:
 
 
 def _check_tensors(codes_a, len_a, codes_b, len_b, alphabet: Alphabet):
-    """The inputs as ``uint8`` codes (at least one column) and ``int32`` lengths, once their
-    types, shapes, devices and values are known to be fine (one host sync for the values)."""
+    """``([codes_a, len_a, codes_b, len_b], sizes)``: the inputs as ``uint8`` codes (at least
+    one column) and ``int32`` lengths, once their types, shapes, devices and values are known
+    to be fine, and the lengths on the host (``int64 [2, P]``): one copy from the device."""
     args = {"codes_a": codes_a, "len_a": len_a, "codes_b": codes_b, "len_b": len_b}
     for name, t in args.items():
         if not isinstance(t, torch.Tensor):
@@ -396,17 +445,32 @@ def _check_tensors(codes_a, len_a, codes_b, len_b, alphabet: Alphabet):
             f"`codes_a` and `codes_b` hold {codes_a.shape[0]} and {codes_b.shape[0]} sequences; "
             f"pairs need equal counts"
         )
-    checks = []  # (flags [P] or [P, L], message maker)
-    for side in "ab":
-        codes, lengths = args[f"codes_{side}"], args[f"len_{side}"].to(torch.int64)
+    # one copy to the host: whether each side holds a bad code inside a length, and the
+    # lengths (what the launch planning reads anyway)
+    flags = [_bad_codes(args[f"codes_{s}"], args[f"len_{s}"], alphabet) for s in "ab"]
+    lengths = [args[f"len_{s}"].reshape(-1).to(torch.int64) for s in "ab"]
+    host = torch.cat([torch.stack(flags).to(torch.int64), *lengths]).cpu().numpy()
+    P = codes_a.shape[0]
+    sizes = host[2:].reshape(2, P)
+    for k, side in enumerate("ab"):
+        codes = args[f"codes_{side}"]
         width = codes.shape[1]
-        inside = torch.arange(width, device=dev) < lengths[:, None]  # [P, L]
-        checks.append(((lengths < 0) | (lengths > width), _length_message(side, lengths, width)))
-        checks.append((inside & (codes >= alphabet.size), _code_message(side, codes, alphabet)))
-    failed = torch.stack([flags.any() for flags, _ in checks]).tolist()
-    for (flags, message), bad in zip(checks, failed):
-        if bad:
-            raise ArgumentError(message(flags.nonzero()[0].tolist()))
+        wrong = np.flatnonzero((sizes[k] < 0) | (sizes[k] > width))
+        if wrong.size:
+            p = int(wrong[0])
+            raise ArgumentError(
+                f"`len_{side}[{p}]` is {int(sizes[k, p])} but must lie in 0..{width} (the width "
+                f"of `codes_{side}`); pass each sequence's residue count"
+            )
+        if host[k]:
+            bad = _bad_codes(codes, args[f"len_{side}"], alphabet, reduce=False)
+            p, i = bad.nonzero()[0].tolist()
+            raise ArgumentError(
+                f"`codes_{side}[{p}, {i}]` is {int(codes[p, i])}, inside `len_{side}[{p}]`, but "
+                f"the {alphabet.name} alphabet's residue codes are 0..{alphabet.size - 1} "
+                f"({alphabet.gap_code}, the gap code, only pads past a length); encode with "
+                f"torchmsa.encode_sequences, or pass the seqtype the codes were made for"
+            )
     out = []
     for side in "ab":
         codes, lengths = args[f"codes_{side}"], args[f"len_{side}"]
@@ -415,31 +479,15 @@ def _check_tensors(codes_a, len_a, codes_b, len_b, alphabet: Alphabet):
                 (codes.shape[0], 1), alphabet.gap_code, dtype=torch.uint8, device=dev
             )
         out += [codes, lengths.to(torch.int32)]
-    return out
+    return out, sizes
 
 
-def _length_message(side: str, lengths: torch.Tensor, width: int):
-    def message(at: list[int]) -> str:
-        (p,) = at
-        return (
-            f"`len_{side}[{p}]` is {int(lengths[p])} but must lie in 0..{width} (the width of "
-            f"`codes_{side}`); pass each sequence's residue count"
-        )
-
-    return message
-
-
-def _code_message(side: str, codes: torch.Tensor, alphabet: Alphabet):
-    def message(at: list[int]) -> str:
-        p, i = at
-        return (
-            f"`codes_{side}[{p}, {i}]` is {int(codes[p, i])}, inside `len_{side}[{p}]`, but the "
-            f"{alphabet.name} alphabet's residue codes are 0..{alphabet.size - 1} "
-            f"({alphabet.gap_code}, the gap code, only pads past a length); encode with "
-            f"torchmsa.encode_sequences, or pass the seqtype the codes were made for"
-        )
-
-    return message
+def _bad_codes(codes: torch.Tensor, lengths: torch.Tensor, alphabet: Alphabet, reduce=True):
+    """Where ``codes`` holds a code past the alphabet's residues inside its row's length:
+    whether anywhere (a 0-d tensor), or ``bool [P, L]`` without ``reduce``."""
+    inside = torch.arange(codes.shape[1], device=codes.device) < lengths.reshape(-1, 1)
+    bad = inside & (codes >= alphabet.size)
+    return bad.any() if reduce else bad
 
 
 def pairwise_scores(
@@ -489,8 +537,8 @@ def pairwise_scores(
     ([18], [9], [5])
     """
     scoring = _setup(mode, seqtype, matrix, gap_open, gap_extend)
-    tensors = _check_tensors(codes_a, len_a, codes_b, len_b, scoring.alphabet)
-    return _scores(*tensors, scoring, mode, backend, budget)
+    tensors, sizes = _check_tensors(codes_a, len_a, codes_b, len_b, scoring.alphabet)
+    return _scores(*tensors, scoring, mode, backend, budget, sizes)
 
 
 def pairwise_traceback(
@@ -526,28 +574,30 @@ def pairwise_traceback(
     ([18], [4], [5], [0, 0, 1, 0, 0])
     """
     scoring = _setup(mode, seqtype, matrix, gap_open, gap_extend)
-    tensors = _check_tensors(codes_a, len_a, codes_b, len_b, scoring.alphabet)
-    out = _traceback(*tensors, scoring, mode, backend, budget)
+    tensors, sizes = _check_tensors(codes_a, len_a, codes_b, len_b, scoring.alphabet)
+    out = _traceback(*tensors, scoring, mode, backend, budget, sizes)
     return out._replace(ops=out.ops[:, : codes_a.shape[1] + codes_b.shape[1]])
 
 
 def _args(ca, la, cb, lb, scoring: Scoring, mode: str) -> tuple:
-    mat = torch.from_numpy(scoring.matrix.copy()).to(ca.device)
+    # the matrix stays on the host: the launchers read its range there and copy it to the
+    # device without waiting for the device
+    mat = torch.from_numpy(scoring.matrix.copy())
     return (ca, la, cb, lb, mat, scoring.gap_open, scoring.gap_extend, constants.MODES[mode])
 
 
-def _scores(ca, la, cb, lb, scoring, mode, backend, budget) -> PairwiseScores:
+def _scores(ca, la, cb, lb, scoring, mode, backend, budget, sizes) -> PairwiseScores:
     args = _args(ca, la, cb, lb, scoring, mode)
-    out = pairwise_score_codes(*args, backend=backend, budget=budget).to(ca.device)
-    score, end_a, end_b = out.unbind(1)
+    out = pairwise_score_codes(*args, backend=backend, budget=budget, sizes=sizes)
+    score, end_a, end_b = out.to(ca.device).unbind(1)
     if mode != "local":
         end_a, end_b = la.clone(), lb.clone()
     return PairwiseScores(score, end_a, end_b)
 
 
-def _traceback(ca, la, cb, lb, scoring, mode, backend, budget) -> PairwiseTraceback:
+def _traceback(ca, la, cb, lb, scoring, mode, backend, budget, sizes) -> PairwiseTraceback:
     args = _args(ca, la, cb, lb, scoring, mode)
-    info, ops = pairwise_align_codes(*args, backend=backend, budget=budget)
+    info, ops = pairwise_align_codes(*args, backend=backend, budget=budget, sizes=sizes)
     score, n_ops, start_a, start_b, end_a, end_b = info.to(ca.device).unbind(1)
     if mode != "local":
         end_a, end_b = la.clone(), lb.clone()
@@ -610,28 +660,29 @@ def pairwise_align(
     _check_mode(mode)
     if not seqs_a:
         return []
-    if seqtype == "auto":  # named a[k] / b[k] here; the encoding names them otherwise
-        require_strings(seqs_a, "a")
-        require_strings(seqs_b, "b")
-        alphabet = detect_seqtype(seqs_a + seqs_b)
-    else:
-        alphabet = get_alphabet(seqtype)
+    text_a, text_b = _joined(seqs_a, "a"), _joined(seqs_b, "b")
+    alphabet = detect_texts(text_a, text_b) if seqtype == "auto" else get_alphabet(seqtype)
     scoring = get_scoring(alphabet, matrix, gap_open, gap_extend)
     dev = resolve_device(device)
-    ca, la, res_a = _encode(seqs_a, alphabet, "a")
-    cb, lb, res_b = _encode(seqs_b, alphabet, "b")
-    tensors = [t.to(dev) for t in (ca, la, cb, lb)]
+    ea = encode_texts(seqs_a, alphabet, _ItemNames("a", len(seqs_a)), text_a)
+    eb = encode_texts(seqs_b, alphabet, _ItemNames("b", len(seqs_b)), text_b)
+    tensors = [_codes(e.codes, alphabet) for e in (ea, eb)]
+    tensors = [tensors[0], torch.from_numpy(ea.lengths), tensors[1], torch.from_numpy(eb.lengths)]
+    tensors = [to_device(t, dev) for t in tensors]
+    sizes = np.stack([ea.lengths, eb.lengths]).astype(np.int64)
     if not traceback:
-        r = _scores(*tensors, scoring, mode, backend, budget)
+        r = _scores(*tensors, scoring, mode, backend, budget, sizes)
         score, end_a, end_b = torch.stack(tuple(r)).tolist()
         start = [None if mode == "local" else 0] * len(score)
         ranges_a, ranges_b = zip(start, end_a), zip(start, end_b)
         no_rows = repeat(None)  # score only: no gapped rows
         results = list(map(PairwiseAlignment._make, zip(score, no_rows, ranges_a, ranges_b)))
     else:
-        r = _traceback(*tensors, scoring, mode, backend, budget)
+        r = _traceback(*tensors, scoring, mode, backend, budget, sizes)
         info = torch.stack(r[:6]).cpu().numpy()  # [6, P]
-        rows = rows_from_ops(r.ops.cpu().numpy(), info[5], res_a, res_b, info[1], info[3])
+        origin_a = np.arange(len(seqs_a), dtype=np.int64) * ea.width + info[1]
+        origin_b = np.arange(len(seqs_b), dtype=np.int64) * eb.width + info[3]
+        rows = _rows(r.ops.cpu().numpy(), info[5], ea.raw, origin_a, eb.raw, origin_b)
         score, start_a, end_a, start_b, end_b, _ = info.tolist()
         ranges_a, ranges_b = zip(start_a, end_a), zip(start_b, end_b)
         results = list(map(PairwiseAlignment._make, zip(score, rows, ranges_a, ranges_b)))
