@@ -664,8 +664,8 @@ def pairwise_align(
     alphabet = detect_texts(text_a, text_b) if seqtype == "auto" else get_alphabet(seqtype)
     scoring = get_scoring(alphabet, matrix, gap_open, gap_extend)
     dev = resolve_device(device)
-    ea = encode_texts(seqs_a, alphabet, _ItemNames("a", len(seqs_a)), text_a)
-    eb = encode_texts(seqs_b, alphabet, _ItemNames("b", len(seqs_b)), text_b)
+    ea = encode_texts(seqs_a, alphabet, _ItemNames("a", len(seqs_a)), text_a, keep_raw=traceback)
+    eb = encode_texts(seqs_b, alphabet, _ItemNames("b", len(seqs_b)), text_b, keep_raw=traceback)
     tensors = [_codes(e.codes, alphabet) for e in (ea, eb)]
     tensors = [tensors[0], torch.from_numpy(ea.lengths), tensors[1], torch.from_numpy(eb.lengths)]
     tensors = [to_device(t, dev) for t in tensors]
