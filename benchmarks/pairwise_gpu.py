@@ -11,7 +11,9 @@ on the device, after a warm-up call (planning, query profile and kernels include
 synchronised). Results are checked equal to the CPU path before timing. Beside them, the
 public API on the same pairs: ``torchmsa.pairwise_align`` on two lists of strings (encoding,
 copies and gapped rows included) and ``torchmsa.pairwise_scores`` / ``pairwise_traceback`` on
-tensors already on the device (argument checks included). One pair of 10,000 residues shows
+tensors already on the device (argument checks included), each timed in turn with the
+dispatcher on the same pairs in every round (``kernel_seconds``, and ``vs_kernel``: the
+dispatcher's seconds over the API's). One pair of 10,000 residues shows
 what a single pair gets (lanes of one pair only); ``--long-only`` runs it alone.
 Appends one row per tool to ``pairwise_gpu.csv`` in ``--out`` (``benchmarks/results``).
 """
@@ -116,6 +118,11 @@ def _api_rows(pairs, cpu_in, cells: float, args) -> list[dict] | None:
         ("pairwise_traceback(tensors) traceback", pairwise_traceback, tensors, {}),
     ]
     want = pairwise_score_codes(*cpu_in, GO, GE, LOCAL, backend="cpu")[:, 0].tolist()
+    gpu_in = [t.cuda() for t in cpu_in]
+    kernels = {
+        "score-only": lambda: pairwise_score_codes(*gpu_in, GO, GE, LOCAL, backend="triton"),
+        "traceback": lambda: pairwise_align_codes(*gpu_in, GO, GE, LOCAL, backend="triton"),
+    }
     rows = []
     for tool, fn, inputs, extra in calls:
 
@@ -127,11 +134,28 @@ def _api_rows(pairs, cpu_in, cells: float, args) -> list[dict] | None:
         if got != want:
             print(f"error: {tool} scores differ from the CPU path", file=sys.stderr)
             return None
-        seconds = _median(call, args.repeats, True)
+        kernel = kernels[tool.rsplit(" ", 1)[1]]
+        seconds, kernel_s = _paired_medians(call, kernel, args.repeats)
         row = {"case": "batch", "tool": tool, "threads": "", "repeats": args.repeats}
+        row.update(kernel_seconds=kernel_s, vs_kernel=kernel_s / seconds)
         rows.append(dict(row, seconds=seconds, gcups=cells / seconds / 1e9))
-        print(f"batch {tool}: {rows[-1]['gcups']:.2f} GCUPS", flush=True)
+        same = f"{kernel_s / seconds:.0%} of the dispatcher's {cells / kernel_s / 1e9:.2f}"
+        print(f"batch {tool}: {rows[-1]['gcups']:.2f} GCUPS, {same} in the same loop", flush=True)
     return rows
+
+
+def _paired_medians(call, kernel, repeats: int) -> tuple[float, float]:
+    """Median seconds of ``call`` and of ``kernel`` (the dispatcher on the same pairs), timed
+    one after the other in each of ``repeats`` rounds, so that both meet the same state of
+    the machine."""
+    call(), kernel()
+    ours, theirs = [], []
+    for _ in range(repeats):
+        for fn, times in ((call, ours), (kernel, theirs)):
+            with Timer(cuda=True) as t:
+                fn()
+            times.append(t.seconds)
+    return statistics.median(ours), statistics.median(theirs)
 
 
 def main(argv=None) -> int:

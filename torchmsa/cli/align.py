@@ -224,10 +224,8 @@ def _compile_first(args, source, config) -> None:
 
 def _start_cuda(device: str) -> None:
     """A thread that starts CUDA on ``device`` when it may be a GPU (``auto`` or ``cuda...``),
-    while the main thread reads the input, then computes the key of Triton's compile cache
-    (a hash of Triton's own files, its 10^8-byte library among them: about 0.4 s that the
-    first kernel launch of a process would otherwise spend). It reports nothing: a device that
-    cannot be used fails in the main thread with its proper error."""
+    while the main thread reads the input. It reports nothing: a device that cannot be used
+    fails in the main thread with its proper error."""
     if not str(device).lower().startswith(("auto", "cuda")):
         return
 
@@ -240,9 +238,6 @@ def _start_cuda(device: str) -> None:
             dev = resolve_device(device)
             if dev.type == "cuda":
                 torch.zeros(1, device=dev)
-                from triton.runtime.cache import triton_key
-
-                triton_key()  # cached for the process: the launches then only look it up
         except Exception:  # the main thread meets it again and says what is wrong
             pass
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import repeat
 from typing import NamedTuple
 
@@ -31,7 +32,7 @@ from torchmsa.config import MemoryBudget
 from torchmsa.cpu import dp as cpu_dp
 from torchmsa.errors import ArgumentError
 from torchmsa.ops import global_strips
-from torchmsa.ops.backend import budget_bytes, resolve_backend, resolve_device, to_device
+from torchmsa.ops.backend import budget_bytes, resolve_backend, resolve_device
 from torchmsa.scoring import Scoring, get_scoring
 
 __all__ = [
@@ -66,6 +67,11 @@ class PairwiseAlignment(NamedTuple):
     aligned: tuple[str, str] | None
     a_range: tuple[int | None, int]
     b_range: tuple[int | None, int]
+
+
+# ``PairwiseAlignment._make`` without its Python-level length check (the tuples zipped here
+# always hold four fields): 15% of building 10^4 results
+_make_result = partial(tuple.__new__, PairwiseAlignment)
 
 
 class PairwiseScores(NamedTuple):
@@ -668,7 +674,7 @@ def pairwise_align(
     eb = encode_texts(seqs_b, alphabet, _ItemNames("b", len(seqs_b)), text_b, keep_raw=traceback)
     tensors = [_codes(e.codes, alphabet) for e in (ea, eb)]
     tensors = [tensors[0], torch.from_numpy(ea.lengths), tensors[1], torch.from_numpy(eb.lengths)]
-    tensors = [to_device(t, dev) for t in tensors]
+    tensors = [t.to(dev) for t in tensors]
     sizes = np.stack([ea.lengths, eb.lengths]).astype(np.int64)
     if not traceback:
         r = _scores(*tensors, scoring, mode, backend, budget, sizes)
@@ -676,7 +682,7 @@ def pairwise_align(
         start = [None if mode == "local" else 0] * len(score)
         ranges_a, ranges_b = zip(start, end_a), zip(start, end_b)
         no_rows = repeat(None)  # score only: no gapped rows
-        results = list(map(PairwiseAlignment._make, zip(score, no_rows, ranges_a, ranges_b)))
+        results = list(map(_make_result, zip(score, no_rows, ranges_a, ranges_b)))
     else:
         r = _traceback(*tensors, scoring, mode, backend, budget, sizes)
         info = torch.stack(r[:6]).cpu().numpy()  # [6, P]
@@ -685,5 +691,5 @@ def pairwise_align(
         rows = _rows(r.ops.cpu().numpy(), info[5], ea.raw, origin_a, eb.raw, origin_b)
         score, start_a, end_a, start_b, end_b, _ = info.tolist()
         ranges_a, ranges_b = zip(start_a, end_a), zip(start_b, end_b)
-        results = list(map(PairwiseAlignment._make, zip(score, rows, ranges_a, ranges_b)))
+        results = list(map(_make_result, zip(score, rows, ranges_a, ranges_b)))
     return results[0] if single else results
