@@ -6,6 +6,7 @@ piece and a summary; a one-off look (issue #35), not a benchmark.
     python -m benchmarks.probes.levels --n 100000 [--device cuda] [--json OUT.jsonl]
         [--profile 3,20,60,100]
 
+``--cprofile ROWS``: a third call under cProfile, its functions by own and by cumulative time.
 ``--profile``: the batched levels of these indices (in the order they run) under
 ``torch.profiler``: wall time, kernel launches (``cudaLaunchKernel``; Triton's launches are
 ``cuLaunchKernel``), the kernels' own GPU time, and the host's operations by their own CPU
@@ -99,6 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, default=Path("/tmp/torchmsa-scale"))
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--profile", default="", help="comma list of level indices")
+    ap.add_argument("--cprofile", type=int, default=0, help="a third call under cProfile: rows")
     args = ap.parse_args(argv)
 
     import torchmsa
@@ -152,7 +154,27 @@ def main(argv=None) -> int:
     for r in rec.rows:
         if r["piece"] == "host_run":
             print("   ", r)
+    if args.cprofile:
+        _cprofiled(lambda: torchmsa.align(seqs, device=args.device), args.cprofile, rec)
     return 0
+
+
+def _cprofiled(call, rows: int, rec: Recorder) -> None:
+    """One more call under cProfile: the functions by their own and by cumulative time."""
+    import cProfile
+    import io
+    import pstats
+
+    rec.on = False
+    prof = cProfile.Profile()
+    prof.enable()
+    call()
+    _sync()
+    prof.disable()
+    for key in ("tottime", "cumtime"):
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats(key).print_stats(rows)
+        print(out.getvalue())
 
 
 if __name__ == "__main__":
