@@ -19,7 +19,10 @@ it. FAMSA runs through pyfamsa in a child
 a warm server first (``torchmsa daemon start``, timed as a ``served-start`` row, decision
 0058) and then runs ``python -m torchmsa align`` as a fresh process per size, which hands the
 work to it: what a user's later commands cost once a server runs. A served row's peak RSS is
-the calling process's; its peak GPU memory is not known (the server's).
+the calling process's; its peak GPU memory is not known (the server's). A fresh row's
+``host_parallel`` says whether the threaded form of the host's profile merges was compiled (in
+numba's cache, or by the run): without it a process runs the one-thread twin (decision 0049),
+as after a first cold run without ``torchmsa warmup``.
 
 ``--bytecode cached`` (the default) compiles the packages to bytecode first, untimed, as ``pip
 install`` does, and lets every child read it (``cold_start``'s rule, decision 0048: a lent GPU
@@ -171,7 +174,7 @@ class Server:
 
 def child(tool: str, inp: Path, out: Path, args) -> int:
     """The measured process: torchmsa's CLI, or FAMSA through pyfamsa."""
-    peak = 0
+    peak, host_parallel = 0, None
     if tool == "torchmsa":
         from torchmsa.cli import main as cli_main
 
@@ -181,8 +184,13 @@ def child(tool: str, inp: Path, out: Path, args) -> int:
                          "--threads", str(args.threads)])  # fmt: skip
         import torch
 
+        from torchmsa.cpu import merge, twins
+
         if torch.cuda.is_available():
             peak = torch.cuda.max_memory_reserved()
+        # whether the host's profile merges could take their threaded form (decision 0049:
+        # without it in numba's cache a process runs the one-thread twin)
+        host_parallel = twins.compiled(merge._merge_parallel)
     else:
         import pyfamsa
 
@@ -195,7 +203,7 @@ def child(tool: str, inp: Path, out: Path, args) -> int:
         with open(out, "w") as fh:
             fh.writelines(f">{s.id.decode()}\n{s.sequence.decode()}\n" for s in aln)
         code = 0
-    Path(args.report).write_text(json.dumps({"peak_gpu": peak}))
+    Path(args.report).write_text(json.dumps({"peak_gpu": peak, "host_parallel": host_parallel}))
     return int(code or 0)
 
 
@@ -238,7 +246,8 @@ def _size_row(tool: str, regime: str, files: dict, args, server: Server | None) 
                 sp, tc = score(out, files)
             except Exception as exc:  # noqa: BLE001 - the run's other rows still count
                 status, last = "unscored", f"{type(exc).__name__}: {exc}"
-        peak = json.loads(report.read_text())["peak_gpu"] if report.exists() else None
+        got = json.loads(report.read_text()) if report.exists() else {}
+        peak, host_parallel = got.get("peak_gpu"), got.get("host_parallel")
     mine = tool == "torchmsa"
     return {
         "tool": tool, "regime": regime if mine else "", "mode": args.mode if mine else "",
@@ -247,7 +256,7 @@ def _size_row(tool: str, regime: str, files: dict, args, server: Server | None) 
         "peak_rss_gib": round(rss / 2**30, 3),
         "peak_gpu_gib": None if peak is None else round(peak / 2**30, 3),
         "sp": sp, "tc": tc, "length": args.length, "seed": args.seed, "indels": args.indels,
-        "error": "" if status == "ok" else last[-300:],
+        "host_parallel": host_parallel, "error": "" if status == "ok" else last[-300:],
     }  # fmt: skip
 
 

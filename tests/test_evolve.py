@@ -90,3 +90,7 @@ def test_scale_times_fresh_and_served_processes_alike(tmp_path):
     assert all(r["status"] == "ok" for r in rows), rows
     assert got["fresh"]["sp"] == got["served"]["sp"] and float(got["fresh"]["sp"]) > 0.5
     assert got["served"]["peak_gpu_gib"] == "" and float(got["served"]["wall_s"]) > 0
+    # the fresh process says whether its host merges could run threaded; the served one cannot
+    assert (
+        got["fresh"]["host_parallel"] in ("True", "False") and got["served"]["host_parallel"] == ""
+    )
