@@ -198,6 +198,11 @@ def run(args) -> int:
     if args.distout:
         emit(_distances(source, aln, config, args), args.distout)
     write(aln, args)
+    from torchmsa.compile_later import compile_later
+
+    # the parallel functions this command's one-thread twins stood in for, compiled for the
+    # next command by a process of its own (decision 0067); this one does not wait for it
+    compile_later()
     if args.verbose:
         m = aln.metadata
         if m["computed_on"] != m["device"]:

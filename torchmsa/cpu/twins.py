@@ -30,7 +30,16 @@ import types
 
 import numba
 
-__all__ = ["SERIAL_CELLS", "COLD_CELLS", "compiled", "pick", "serial", "small", "twin"]
+__all__ = [
+    "SERIAL_CELLS",
+    "COLD_CELLS",
+    "cold_twins",
+    "compiled",
+    "pick",
+    "serial",
+    "small",
+    "twin",
+]
 
 # below this many DP cells in one call the twin runs: a few milliseconds on one core
 SERIAL_CELLS = 1 << 21
@@ -38,6 +47,7 @@ SERIAL_CELLS = 1 << 21
 # on one core, against 5-25 s of compiling the parallel function
 COLD_CELLS = 1 << 30
 _cold_cells: dict[int, int] = {}  # id(parallel function) -> cells run on its twin instead
+_cold_pairs: dict[int, tuple] = {}  # id(parallel function) -> (it, its twin), taken cold
 _on_disk: dict[int, bool] = {}  # id(parallel function) -> its overloads were in the disk cache
 
 
@@ -66,7 +76,15 @@ def pick(parallel, one, cells: int, *, one_thread: bool = True):
     if spent + cells > COLD_CELLS:
         return parallel
     _cold_cells[id(parallel)] = spent + cells
+    _cold_pairs[id(parallel)] = (parallel, one)
     return one
+
+
+def cold_twins(min_cells: int) -> list[tuple]:
+    """``(parallel, twin)`` for each parallel function whose twin has run at least
+    ``min_cells`` cells in this process in its place because it was not compiled (what
+    :mod:`torchmsa.compile_later` compiles for the next process)."""
+    return [pair for key, pair in _cold_pairs.items() if _cold_cells.get(key, 0) >= min_cells]
 
 
 def compiled(dispatcher) -> bool:

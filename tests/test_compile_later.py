@@ -1,0 +1,72 @@
+"""After a command, the parallel functions its twins stood in for are compiled for the next
+one (``torchmsa/compile_later.py``, decision 0067)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import twin_pair
+
+from torchmsa import compile_later
+from torchmsa.cpu import twins
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def cold(monkeypatch):
+    """The pair's parallel function counts as not compiled, threads as many; ``cells`` run on
+    the twin in its place, as a command's host work would."""
+    monkeypatch.setattr(twins, "_cold_cells", {})
+    monkeypatch.setattr(twins, "_cold_pairs", {})
+    monkeypatch.setattr(compile_later, "_handed", set())
+    real = twins.compiled
+    monkeypatch.setattr(
+        twins, "compiled", lambda d: False if d is twin_pair.row_sums_parallel else real(d)
+    )
+    monkeypatch.setattr(twins.numba, "get_num_threads", lambda: 4)
+
+    def run(cells: int):
+        fn = twins.pick(twin_pair.row_sums_parallel, twin_pair.row_sums_one, cells)
+        x = np.arange(12, dtype=np.int64).reshape(3, 4)
+        out = np.zeros(3, np.int64)
+        fn(x, out)
+        return fn, out
+
+    return run
+
+
+def test_jobs_name_the_parallel_function_once_its_twin_ran_enough_cells(cold):
+    fn, out = cold(1 << 22)
+    assert fn is twin_pair.row_sums_one and out.tolist() == [6, 22, 38]
+    assert compile_later.jobs(1 << 23) == []  # fewer cells than asked
+    cold(1 << 22)
+    (job,) = compile_later.jobs(1 << 23)
+    assert (job["module"], job["name"]) == ("twin_pair", "row_sums_parallel")
+
+
+def test_the_process_compiles_the_jobs_for_the_next_one(cold, monkeypatch):
+    """The detached process (waited for here) compiles the parallel function into numba's
+    cache for the twin's argument types; a later process finds it compiled."""
+    cold(1 << 22)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), *sys.path]))
+    monkeypatch.setenv("TORCHMSA_COMPILE_AHEAD", "1")
+    done = compile_later.compile_later(1 << 20, wait=True)
+    assert done.returncode == 0 and done.stdout.strip() == "compiled 1", done.stderr
+    assert compile_later.compile_later(1 << 20, wait=True) is None  # handed off once
+    check = (
+        "import twin_pair, torchmsa.cpu.twins as t; print(t.compiled(twin_pair.row_sums_parallel))"
+    )
+    got = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert got.stdout.strip() == "True", got.stderr
+
+
+def test_nothing_starts_when_compile_ahead_is_off(cold, monkeypatch):
+    cold(1 << 22)
+    monkeypatch.setenv("TORCHMSA_COMPILE_AHEAD", "0")
+    assert compile_later.compile_later(1 << 20, wait=True) is None
