@@ -70,3 +70,10 @@ def test_nothing_starts_when_compile_ahead_is_off(cold, monkeypatch):
     cold(1 << 22)
     monkeypatch.setenv("TORCHMSA_COMPILE_AHEAD", "0")
     assert compile_later.compile_later(1 << 20, wait=True) is None
+
+
+def test_a_failure_to_start_it_does_not_fail_the_command(cold, monkeypatch):
+    cold(1 << 22)
+    monkeypatch.setenv("TORCHMSA_COMPILE_AHEAD", "1")
+    monkeypatch.setattr(compile_later.sys, "executable", "/nonexistent/python")
+    assert compile_later.compile_later(1 << 20) is None

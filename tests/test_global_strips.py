@@ -144,6 +144,9 @@ def test_pairwise_align_takes_the_strips_for_long_global_pairs(monkeypatch):
     la = torch.tensor(lens, dtype=torch.int32)
     args = (codes, la, codes.flip(0), la.flip(0), torch.from_numpy(MAT), 10, 1, GLOBAL)
     long = pw._long_global(la, la.flip(0), GLOBAL, sms=132)
+    sizes = np.stack([la.numpy(), la.flip(0).numpy()])  # the lengths as the host has them
+    assert pw._long_global(la, la.flip(0), GLOBAL, sms=132, sizes=sizes).tolist() == [1, 2]
+    assert long.tolist() == [1, 2]
     info, ops = pw._with_long_global(args, long, batched, 1 << 30)
     want_info, want_ops = cpu_dp.pairwise_align(*args)
     assert calls == [[5, 25]]  # 5 x 25 and 25 x 5 batched; 30 x 8 and 8 x 30 in strips

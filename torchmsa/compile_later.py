@@ -63,18 +63,26 @@ def compile_later(min_cells: int = LATER_CELLS, *, wait: bool = False):
     a ``subprocess.CompletedProcess``)."""
     if os.environ.get("TORCHMSA_COMPILE_AHEAD", "1") == "0":
         return None
-    todo = jobs(min_cells)
-    if not todo:
+    path = None
+    try:
+        todo = jobs(min_cells)
+        if not todo:
+            return None
+        _handed.update((j["module"], j["name"], j["types"]) for j in todo)
+        fd, path = tempfile.mkstemp(prefix="torchmsa-later-", suffix=".json")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(todo, fh)
+        argv = [sys.executable, "-m", "torchmsa.compile_later", path]
+        if wait:
+            return subprocess.run(argv, capture_output=True, text=True)
+        quiet = subprocess.DEVNULL
+        return subprocess.Popen(
+            argv, stdin=quiet, stdout=quiet, stderr=quiet, start_new_session=True
+        )
+    except Exception:  # noqa: BLE001 - the command's own work is done: this never fails it
+        if path is not None:
+            Path(path).unlink(missing_ok=True)
         return None
-    _handed.update((j["module"], j["name"], j["types"]) for j in todo)
-    fd, path = tempfile.mkstemp(prefix="torchmsa-later-", suffix=".json")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(todo, fh)
-    argv = [sys.executable, "-m", "torchmsa.compile_later", path]
-    if wait:
-        return subprocess.run(argv, capture_output=True, text=True)
-    quiet = subprocess.DEVNULL
-    return subprocess.Popen(argv, stdin=quiet, stdout=quiet, stderr=quiet, start_new_session=True)
 
 
 def compile_jobs(path: str) -> int:
