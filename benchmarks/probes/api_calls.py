@@ -40,7 +40,7 @@ def median_ms(fn, repeats: int) -> float:
 def pieces(a: list[str], b: list[str], dev: torch.device, repeats: int) -> dict[str, float]:
     """Milliseconds of each piece of the three public calls on ``(a, b)``."""
     from torchmsa import encode_sequences, pairwise_align, pairwise_scores, pairwise_traceback
-    from torchmsa.alphabet import detect_seqtype, get_alphabet
+    from torchmsa.alphabet import detect_texts, encode_texts, get_alphabet
     from torchmsa.ops import pairwise as pw
 
     alphabet = get_alphabet("protein")
@@ -63,8 +63,12 @@ def pieces(a: list[str], b: list[str], dev: torch.device, repeats: int) -> dict[
     )
     ms["pairwise_scores"] = median_ms(lambda: pairwise_scores(*tensors, **KW), repeats)
     ms["pairwise_traceback"] = median_ms(lambda: pairwise_traceback(*tensors, **KW), repeats)
-    ms["list detect_seqtype"] = median_ms(lambda: detect_seqtype(a + b), repeats)
-    ms["list _encode a"] = median_ms(lambda: pw._encode(a, alphabet, "a"), repeats)
+    text_a, text_b = "".join(a), "".join(b)
+    ms["list joins"] = median_ms(lambda: ("".join(a), "".join(b)), repeats)
+    ms["list detect_texts"] = median_ms(lambda: detect_texts(text_a, text_b), repeats)
+    ms["list encode_texts a"] = median_ms(
+        lambda: encode_texts(a, alphabet, text=text_a, keep_raw=False), repeats
+    )
     ca, la, res_a = pw._encode(a, alphabet, "a")
     ms["list to device (4 tensors)"] = median_ms(
         lambda: [t.to(dev) for t in (ca, la, ca, la)], repeats
