@@ -1,7 +1,8 @@
 """Decision 0047's addendum and 0065: families aligned in fast mode under the LCS single-linkage
 tree with its shipped distance (``indel / (indel + LCS)``, ties broken by ``sqrt(indel) /
 LCS``, 0065), without that tie term (``plain``: the distance before 0065), with ``sqrt(indel)
-/ LCS`` alone, and with tied joins resolved largest-cluster-first or smallest-first instead of
+/ LCS`` alone, with ``indel ** alpha / LCS`` (``pow<alpha>``, e.g. ``pow0.75``: between the
+two orderings), and with tied joins resolved largest-cluster-first or smallest-first instead of
 by leaf ids; SP/TC against each family's reference, and how many of the tree's joins share a
 height. CPU, one process; prints one line per family and variant, writes no CSV.
 
@@ -47,6 +48,27 @@ def _plain_key_rows(lcs_rows, lens, r0, out):
             c = np.float64(lcs_rows[t, j])
             union = (li + np.float64(lens[j])) - c
             out[t, j] = (union - c) / max(union, 1.0)
+
+
+@njit(cache=False)
+def _pow_key_rows_alpha(lcs_rows, lens, r0, out, alpha):
+    """``indel ** alpha / LCS`` (LCS at least 1): between the shipped ordering (``alpha =
+    1``, that of ``indel / LCS``) and FAMSA's (``alpha = 0.5``)."""
+    for t in range(lcs_rows.shape[0]):
+        i = r0 + t
+        for j in range(i):
+            c = np.float64(lcs_rows[t, j])
+            indel = np.float64(lens[i]) + np.float64(lens[j]) - 2.0 * c
+            out[t, j] = indel**alpha / max(c, 1.0)
+
+
+def _pow_key_rows(alpha: float):
+    """``pow<alpha>``: :func:`_pow_key_rows_alpha` in the place of ``lcs_key_rows``."""
+
+    def keys(lcs_rows, lens, r0, out):
+        _pow_key_rows_alpha(lcs_rows, lens, r0, out, alpha)
+
+    return keys
 
 
 def _tie_joins(rule: str, shipped):
@@ -125,6 +147,8 @@ def main(argv=None) -> int:
         print(f"{fam}: {len(recs)} sequences, {tied} of {joins} joins share a height", flush=True)
         for v in args.variants.split(","):
             keys = {"sqrt": _sqrt_key_rows, "plain": _plain_key_rows}
+            if v.startswith("pow"):
+                keys[v] = _pow_key_rows(float(v[3:]))
             slink.lcs_key_rows = keys.get(v, shipped_keys)
             big = v in ("big", "small")
             cpu_tree.spanning_joins = _tie_joins(v, shipped_joins) if big else shipped_joins
