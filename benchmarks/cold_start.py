@@ -87,6 +87,7 @@ from benchmarks.harness import (
     score,
     select_cases,
     served_commands,
+    wait_compiling_later,
     wait_served,
 )
 from benchmarks.peers import PEERS, PeerFailed, peer_status, plain_fasta, run_peer
@@ -236,6 +237,7 @@ def run_process(argv: list[str], env: dict, cwd: Path, timeout: float | None):
     except subprocess.TimeoutExpired:
         return math.nan, f"timed out after {timeout} s", ""
     wall = time.perf_counter() - t0
+    wait_compiling_later()  # a compile it left for the next command (0067) ends first
     if proc.returncode:
         tail = " / ".join(proc.stderr.strip().splitlines()[-3:])
         return wall, f"exit status {proc.returncode}: {tail}"[:300], proc.stdout

@@ -386,3 +386,25 @@ def wait_served(folder: Path, before: int, count: int = 1, seconds: float = 5.0)
     while served_commands(folder) < before + count and time.monotonic() < deadline:
         time.sleep(0.05)
     return min(served_commands(folder) - before, count)
+
+
+def compiling_later() -> int:
+    """How many ``torchmsa.compile_later`` processes run on this machine (decision 0067: a
+    command may leave one compiling for the next; read from ``/proc``, 0 without it)."""
+    count = 0
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        count += b"torchmsa.compile_later" in cmd
+    return count
+
+
+def wait_compiling_later(seconds: float = 300.0) -> float:
+    """Waits, up to ``seconds``, until no ``torchmsa.compile_later`` process runs, so that the
+    next timed process does not share the machine with one; returns the seconds waited."""
+    t0 = time.monotonic()
+    while compiling_later() and time.monotonic() - t0 < seconds:
+        time.sleep(0.2)
+    return time.monotonic() - t0

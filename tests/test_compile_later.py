@@ -77,3 +77,20 @@ def test_a_failure_to_start_it_does_not_fail_the_command(cold, monkeypatch):
     monkeypatch.setenv("TORCHMSA_COMPILE_AHEAD", "1")
     monkeypatch.setattr(compile_later.sys, "executable", "/nonexistent/python")
     assert compile_later.compile_later(1 << 20) is None
+
+
+def test_benchmarks_wait_for_a_compile_left_for_the_next_command():
+    """``benchmarks.harness.wait_compiling_later``: the next timed process starts once no
+    ``torchmsa.compile_later`` process runs (here a stand-in of that name)."""
+    from benchmarks.harness import compiling_later, wait_compiling_later
+
+    code = "import time; time.sleep(1.0)"
+    child = subprocess.Popen([sys.executable, "-c", code, "torchmsa.compile_later"])
+    try:
+        assert compiling_later() >= 1
+        waited = wait_compiling_later(30)
+        assert child.poll() is not None and 0.3 < waited < 30
+        assert compiling_later() == 0
+    finally:
+        child.kill()
+        child.wait()
