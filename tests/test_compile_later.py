@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -84,12 +85,16 @@ def test_benchmarks_wait_for_a_compile_left_for_the_next_command():
     ``torchmsa.compile_later`` process runs (here a stand-in of that name)."""
     from benchmarks.harness import compiling_later, wait_compiling_later
 
-    code = "import time; time.sleep(1.0)"
+    code = "import time; time.sleep(1.5)"
     child = subprocess.Popen([sys.executable, "-c", code, "torchmsa.compile_later"])
     try:
+        # the child shows its own command line once it has started (before: the parent's)
+        deadline = time.monotonic() + 10
+        while not compiling_later() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert compiling_later() >= 1
         waited = wait_compiling_later(30)
-        assert child.poll() is not None and 0.3 < waited < 30
+        assert child.poll() is not None and 0 < waited < 30
         assert compiling_later() == 0
     finally:
         child.kill()
