@@ -24,7 +24,6 @@ def cold(monkeypatch):
     """The pair's parallel function counts as not compiled, threads as many; ``cells`` run on
     the twin in its place, as a command's host work would."""
     monkeypatch.setattr(twins, "_cold_cells", {})
-    monkeypatch.setattr(twins, "_cold_pairs", {})
     monkeypatch.setattr(compile_later, "_handed", set())
     real = twins.compiled
     monkeypatch.setattr(

@@ -40,6 +40,7 @@ __all__ = [
     "encode",
     "encode_batch",
     "encode_texts",
+    "join_texts",
     "EncodedTexts",
 ]
 
@@ -347,7 +348,7 @@ def encode_texts(
     goes as soon as it is encoded, which spares the allocator a second one, about 20% of the
     call at 10^4 texts of 300 letters); ``text``: ``"".join(seqs)`` where the caller has it
     already."""
-    text = _joined(seqs, names) if text is None else text
+    text = join_texts(seqs, names) if text is None else text
     gapped = any(ch in text for ch in GAP_CHARS)
     lengths = np.fromiter(map(len, seqs), np.int32, len(seqs))
     width = int(lengths.max(initial=0))
@@ -369,9 +370,9 @@ def encode_texts(
     return EncodedTexts(codes.reshape(len(seqs), width), lengths, list(seqs), raw, width)
 
 
-def _joined(seqs: list[str], names: list[str] | None) -> str:
-    """The texts of ``seqs`` joined; an item that is not a ``str`` is named as :func:`encode`
-    names it."""
+def join_texts(seqs: list[str], names: list[str] | None = None) -> str:
+    """The texts of ``seqs`` joined (what :func:`encode_texts` takes as ``text``); an item
+    that is not a ``str`` is named as :func:`encode` names it."""
     try:
         return "".join(seqs)
     except TypeError:

@@ -18,11 +18,8 @@ twin and the parallel function run the same loop in the same order. Like the col
 
 from __future__ import annotations
 
-import base64
-import importlib
 import json
 import os
-import pickle
 import subprocess
 import sys
 import tempfile
@@ -41,16 +38,16 @@ def jobs(min_cells: int = LATER_CELLS) -> list[dict]:
     parallel function whose twin ran at least ``min_cells`` cells in this process in its
     place, once per argument types its twin met, that this process has not handed off yet
     (a warm server runs many commands)."""
+    from torchmsa.compile_plan import global_name, pack_types
     from torchmsa.cpu.twins import cold_twins, compiled
 
     out = []
     for parallel, one in cold_twins(min_cells):
-        module = parallel.py_func.__module__
-        name = next((k for k, v in vars(sys.modules[module]).items() if v is parallel), None)
+        module, name = parallel.py_func.__module__, global_name(parallel)
         if name is None or compiled(parallel):
             continue
         for sig in one.signatures:
-            types = base64.b64encode(pickle.dumps(tuple(sig))).decode("ascii")
+            types = pack_types(sig)
             if (module, name, types) not in _handed:
                 out.append({"module": module, "name": name, "types": types})
     return out
@@ -88,13 +85,14 @@ def compile_later(min_cells: int = LATER_CELLS, *, wait: bool = False):
 def compile_jobs(path: str) -> int:
     """Compiles the jobs in the file ``path`` (and deletes it); returns how many compiled. A
     job that fails is left to the process that next needs the function."""
+    from torchmsa.compile_plan import compile_types
+
     todo = json.loads(Path(path).read_text())
     Path(path).unlink(missing_ok=True)
     done = 0
     for job in todo:
         try:
-            dispatcher = getattr(importlib.import_module(job["module"]), job["name"])
-            dispatcher.compile(pickle.loads(base64.b64decode(job["types"])))
+            compile_types(job["module"], job["name"], job["types"])
             done += 1
         except Exception:  # noqa: BLE001 - the next process compiles it where it needs it
             continue

@@ -34,7 +34,18 @@ from pathlib import Path
 
 from torchmsa.runtime import usable_cores
 
-__all__ = ["PLAN", "PlanEntry", "CompileReport", "load_plan", "cold", "compile_cold", "record"]
+__all__ = [
+    "PLAN",
+    "PlanEntry",
+    "CompileReport",
+    "load_plan",
+    "cold",
+    "compile_cold",
+    "record",
+    "global_name",
+    "pack_types",
+    "compile_types",
+]
 
 PLAN = Path(__file__).with_name("data") / "compile_plan.json"
 MAX_WORKERS = 16  # more buys nothing: the longest chain of compiles sets the time
@@ -110,6 +121,24 @@ def _closure(entries: list[PlanEntry], mode: str) -> list[int]:
 
 def _dispatcher(entry: PlanEntry):
     return getattr(importlib.import_module(entry.module), entry.name)
+
+
+def global_name(func) -> str | None:
+    """The name under which the numba function ``func`` is a global of its module (``None``:
+    none), what a plan entry or :mod:`torchmsa.compile_later`'s job names it by."""
+    found = vars(sys.modules[func.py_func.__module__]).items()
+    return next((k for k, v in found if v is func), None)
+
+
+def pack_types(args) -> str:
+    """Argument types as a plan entry keeps them: pickled, as base64 text."""
+    return base64.b64encode(pickle.dumps(tuple(args))).decode("ascii")
+
+
+def compile_types(module: str, name: str, types: str) -> None:
+    """Compiles ``module.name`` for the argument types ``types`` (:func:`pack_types`), or
+    loads it from numba's cache where it is there."""
+    getattr(importlib.import_module(module), name).compile(pickle.loads(base64.b64decode(types)))
 
 
 def _pending(entries: list[PlanEntry], ids: list[int]) -> list[int]:
@@ -262,7 +291,7 @@ def _worker(conn, entries: list[PlanEntry]) -> None:
             return
         try:
             e = entries[i]
-            _dispatcher(e).compile(pickle.loads(base64.b64decode(e.types)))
+            compile_types(e.module, e.name, e.types)
             conn.send(None)
         except Exception as exc:  # noqa: BLE001 - reported; the align compiles it itself
             conn.send(f"{type(exc).__name__}: {exc}"[:300])
@@ -286,7 +315,7 @@ def _recorder():
         if not module.startswith("torchmsa."):
             return original(self, sig)
         args = tuple(sig.args) if hasattr(sig, "args") else tuple(sig)
-        name = next((k for k, v in vars(sys.modules[module]).items() if v is self), None)
+        name = global_name(self)
         key = (module, name, args)
         if stack:
             stack[-1][0].append(key)
@@ -325,7 +354,7 @@ def _record_child(mode: str, out: str, inputs: list[str]) -> None:
             "module": r["module"],
             "name": r["name"],
             "text": str(r["args"]),
-            "types": base64.b64encode(pickle.dumps(r["args"])).decode("ascii"),
+            "types": pack_types(r["args"]),
             "calls": [[m, n, str(a)] for m, n, a in r["calls"] if n is not None],
             "seconds": r["seconds"],
         }  # fmt: skip

@@ -27,20 +27,22 @@ _VARIANTS = ("shipped", "plain", "sqrt", "big", "small")
 
 
 @njit(cache=False)
-def _sqrt_key_rows(lcs_rows, lens, r0, out):
-    """``sqrt(indel) / LCS`` (LCS at least 1), in the place of ``lcs_key_rows``."""
+def _pow_key_rows_alpha(lcs_rows, lens, r0, out, alpha):
+    """``indel ** alpha / LCS`` (LCS at least 1; ``sqrt`` for ``alpha = 0.5``): from FAMSA's
+    ordering (``alpha = 0.5``) to the shipped one (``alpha = 1``, that of ``indel / LCS``)."""
     for t in range(lcs_rows.shape[0]):
         i = r0 + t
         for j in range(i):
             c = np.float64(lcs_rows[t, j])
             indel = np.float64(lens[i]) + np.float64(lens[j]) - 2.0 * c
-            out[t, j] = np.sqrt(indel) / max(c, 1.0)
+            top = np.sqrt(indel) if alpha == 0.5 else indel**alpha
+            out[t, j] = top / max(c, 1.0)
 
 
 @njit(cache=False)
 def _plain_key_rows(lcs_rows, lens, r0, out):
-    """``indel / (indel + LCS)`` without the tie term of decision 0065 (the distance shipped
-    before it), in the place of ``lcs_key_rows``."""
+    """``indel / (indel + LCS)`` without the tie term of decision 0065: the kernel shipped
+    before it, kept as it was so that ``lcs_keys`` can time what the term costs."""
     for t in range(lcs_rows.shape[0]):
         i = r0 + t
         li = np.float64(lens[i])
@@ -50,25 +52,16 @@ def _plain_key_rows(lcs_rows, lens, r0, out):
             out[t, j] = (union - c) / max(union, 1.0)
 
 
-@njit(cache=False)
-def _pow_key_rows_alpha(lcs_rows, lens, r0, out, alpha):
-    """``indel ** alpha / LCS`` (LCS at least 1): between the shipped ordering (``alpha =
-    1``, that of ``indel / LCS``) and FAMSA's (``alpha = 0.5``)."""
-    for t in range(lcs_rows.shape[0]):
-        i = r0 + t
-        for j in range(i):
-            c = np.float64(lcs_rows[t, j])
-            indel = np.float64(lens[i]) + np.float64(lens[j]) - 2.0 * c
-            out[t, j] = indel**alpha / max(c, 1.0)
-
-
-def _pow_key_rows(alpha: float):
-    """``pow<alpha>``: :func:`_pow_key_rows_alpha` in the place of ``lcs_key_rows``."""
-
-    def keys(lcs_rows, lens, r0, out):
-        _pow_key_rows_alpha(lcs_rows, lens, r0, out, alpha)
-
-    return keys
+def _key_rows(variant: str):
+    """The ``lcs_key_rows`` of a variant: ``plain`` the shipped distance without its tie term
+    (before decision 0065), ``sqrt`` FAMSA's measure, ``pow<alpha>``; ``None`` for the
+    shipped keys (and the tie variants, which change the joins instead)."""
+    if variant == "plain":
+        return _plain_key_rows
+    alpha = 0.5 if variant == "sqrt" else float(variant[3:]) if variant.startswith("pow") else None
+    if alpha is None:
+        return None
+    return lambda rows, lens, r0, out: _pow_key_rows_alpha(rows, lens, r0, out, alpha)
 
 
 def _tie_joins(rule: str, shipped):
@@ -146,10 +139,7 @@ def main(argv=None) -> int:
         tied, joins = _tied_joins([r.seq for r in recs])
         print(f"{fam}: {len(recs)} sequences, {tied} of {joins} joins share a height", flush=True)
         for v in args.variants.split(","):
-            keys = {"sqrt": _sqrt_key_rows, "plain": _plain_key_rows}
-            if v.startswith("pow"):
-                keys[v] = _pow_key_rows(float(v[3:]))
-            slink.lcs_key_rows = keys.get(v, shipped_keys)
+            slink.lcs_key_rows = _key_rows(v) or shipped_keys
             big = v in ("big", "small")
             cpu_tree.spanning_joins = _tie_joins(v, shipped_joins) if big else shipped_joins
             t0 = time.perf_counter()

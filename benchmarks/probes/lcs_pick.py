@@ -24,7 +24,7 @@ import os
 import numpy as np
 
 from benchmarks.harness import DATA_DIR
-from benchmarks.probes.lcs_distance import _sqrt_key_rows
+from benchmarks.probes.lcs_distance import _key_rows
 
 
 def objectives(aln, matrix: np.ndarray, gap_open: int, gap_extend: int) -> dict[str, float]:
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
         core = f"{base}.core.txt" if os.path.exists(f"{base}.core.txt") else None
         out = {}
         try:
-            for variant, keys in (("shipped", shipped), ("sqrt", _sqrt_key_rows)):
+            for variant, keys in (("shipped", shipped), ("sqrt", _key_rows("sqrt"))):
                 slink.lcs_key_rows = keys
                 aln = torchmsa.align(recs, device="cpu", mode="fast")
                 s = score_alignment(aln, f"{base}.ref.fasta", core)

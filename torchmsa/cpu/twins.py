@@ -46,8 +46,7 @@ SERIAL_CELLS = 1 << 21
 # cells a process runs on a twin in place of a parallel function not compiled yet: about 2 s
 # on one core, against 5-25 s of compiling the parallel function
 COLD_CELLS = 1 << 30
-_cold_cells: dict[int, int] = {}  # id(parallel function) -> cells run on its twin instead
-_cold_pairs: dict[int, tuple] = {}  # id(parallel function) -> (it, its twin), taken cold
+_cold_cells: dict[tuple, int] = {}  # (parallel function, its twin) -> cells run on the twin
 _on_disk: dict[int, bool] = {}  # id(parallel function) -> its overloads were in the disk cache
 
 
@@ -72,11 +71,10 @@ def pick(parallel, one, cells: int, *, one_thread: bool = True):
         return one
     if SERIAL_CELLS < 0 or compiled(parallel):
         return parallel
-    spent = _cold_cells.get(id(parallel), 0)
+    spent = _cold_cells.get((parallel, one), 0)
     if spent + cells > COLD_CELLS:
         return parallel
-    _cold_cells[id(parallel)] = spent + cells
-    _cold_pairs[id(parallel)] = (parallel, one)
+    _cold_cells[(parallel, one)] = spent + cells
     return one
 
 
@@ -84,7 +82,7 @@ def cold_twins(min_cells: int) -> list[tuple]:
     """``(parallel, twin)`` for each parallel function whose twin has run at least
     ``min_cells`` cells in this process in its place because it was not compiled (what
     :mod:`torchmsa.compile_later` compiles for the next process)."""
-    return [pair for key, pair in _cold_pairs.items() if _cold_cells.get(key, 0) >= min_cells]
+    return [pair for pair, cells in _cold_cells.items() if cells >= min_cells]
 
 
 def compiled(dispatcher) -> bool:

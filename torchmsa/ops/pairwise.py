@@ -26,7 +26,7 @@ from torchmsa.alphabet import (
     encode_batch,
     encode_texts,
     get_alphabet,
-    require_strings,
+    join_texts,
 )
 from torchmsa.config import MemoryBudget
 from torchmsa.cpu import dp as cpu_dp
@@ -389,15 +389,6 @@ def _codes(codes: np.ndarray, alphabet: Alphabet) -> torch.Tensor:
     return torch.from_numpy(codes)
 
 
-def _joined(seqs: list, label: str) -> str:
-    """The texts of ``seqs`` joined; an item that is not a string is named ``label[k]``."""
-    try:
-        return "".join(seqs)
-    except TypeError:
-        require_strings(seqs, label)
-        raise
-
-
 def _check_mode(mode: str) -> None:
     if mode not in constants.MODES:
         raise ArgumentError(
@@ -666,15 +657,16 @@ def pairwise_align(
     _check_mode(mode)
     if not seqs_a:
         return []
-    text_a, text_b = _joined(seqs_a, "a"), _joined(seqs_b, "b")
+    names_a, names_b = _ItemNames("a", len(seqs_a)), _ItemNames("b", len(seqs_b))
+    text_a, text_b = join_texts(seqs_a, names_a), join_texts(seqs_b, names_b)
     alphabet = detect_texts(text_a, text_b) if seqtype == "auto" else get_alphabet(seqtype)
     scoring = get_scoring(alphabet, matrix, gap_open, gap_extend)
     dev = resolve_device(device)
-    ea = encode_texts(seqs_a, alphabet, _ItemNames("a", len(seqs_a)), text_a, keep_raw=traceback)
-    eb = encode_texts(seqs_b, alphabet, _ItemNames("b", len(seqs_b)), text_b, keep_raw=traceback)
-    tensors = [_codes(e.codes, alphabet) for e in (ea, eb)]
-    tensors = [tensors[0], torch.from_numpy(ea.lengths), tensors[1], torch.from_numpy(eb.lengths)]
-    tensors = [t.to(dev) for t in tensors]
+    ea = encode_texts(seqs_a, alphabet, names_a, text_a, keep_raw=traceback)
+    eb = encode_texts(seqs_b, alphabet, names_b, text_b, keep_raw=traceback)
+    tensors = []
+    for e in (ea, eb):
+        tensors += [_codes(e.codes, alphabet).to(dev), torch.from_numpy(e.lengths).to(dev)]
     sizes = np.stack([ea.lengths, eb.lengths]).astype(np.int64)
     if not traceback:
         r = _scores(*tensors, scoring, mode, backend, budget, sizes)
