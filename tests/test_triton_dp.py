@@ -303,3 +303,20 @@ def test_length_beyond_codes_raises_argument_error():
     la[1] = 9
     with pytest.raises(ArgumentError, match=r"`len_a\[1\]` is 9"):
         tdp.pairwise_score(ca, la, cb, lb, _matrix(rng), 10, 1, LOCAL)
+
+
+def test_plan_groups_and_orders_pairs_as_unique_and_lexsort_did():
+    """The planner's length classes and in-class order (decision 0066) against the
+    ``np.unique`` / ``np.lexsort`` forms they replaced, on random batches."""
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        P = int(rng.integers(1, 300))
+        n = rng.integers(0, int(rng.choice([5, 100, 5000, 70000])), P).astype(np.int64)
+        m = rng.integers(0, 3000, P).astype(np.int64)
+        group = np.ceil(np.log2(np.maximum(n, 1)) / 2).astype(np.int64)
+        old = [np.nonzero(group == g)[0] for g in np.unique(group)]
+        new = dp_plan._length_groups(n, True)
+        assert len(old) == len(new) and all((a == b).all() for a, b in zip(old, new))
+        passes = -(-n // int(rng.integers(1, 400)))
+        assert (np.lexsort((n, m, passes)) == dp_plan._shape_order(n, m, passes)).all()
+    assert [g.tolist() for g in dp_plan._length_groups(np.array([3, 900, 5]), False)] == [[0, 1, 2]]

@@ -5,6 +5,7 @@ call of each under ``torch.profiler`` (host operations by their own CPU time, an
 times the host waited for the GPU). A one-off look, not a benchmark: it prints, writes no CSV.
 
     python -m benchmarks.probes.api_calls [--pairs 10000] [--length 300] [--repeats 20]
+    python -m benchmarks.probes.api_calls --host-only --device cpu   # host work alone
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from itertools import repeat
 
+import numpy as np
 import torch
 
 from benchmarks.pairwise_cpu import make_pairs
@@ -126,6 +129,40 @@ def host_profile(name: str, fn, calls: int, rows: int) -> None:
     print(out.getvalue())
 
 
+def host_only(a: list[str], b: list[str], repeats: int) -> dict[str, float]:
+    """Milliseconds of host work no kernel removes, on this machine's CPU: the Triton
+    dispatcher's planning and launch set-up with its two launches stubbed out (CPU tensors),
+    building the list API's result tuples, and cutting the rows' strings."""
+    import torchmsa._triton.dp as tdp
+    from torchmsa.ops import pairwise as pw
+
+    scoring = pw._setup("local", "protein", "BLOSUM62", GO, GE)
+    enc = [pw._encode(x, scoring.alphabet, "x") for x in (a, b)]
+    (ca, la, _), (cb, lb, _) = enc
+    mat = torch.from_numpy(scoring.matrix.copy())
+    sizes = np.stack([la.numpy(), lb.numpy()]).astype(np.int64)
+    launches = tdp.launch_fill, tdp.launch_query_profile
+    tdp.launch_fill = tdp.launch_query_profile = lambda *args, **kw: None
+    try:
+        ms = {"dispatcher host work, launches stubbed": median_ms(
+            lambda: tdp.pairwise_score(ca, la, cb, lb, mat, GO, GE, 1, budget=1 << 34,
+                                       sizes=sizes), repeats)}  # fmt: skip
+    finally:
+        tdp.launch_fill, tdp.launch_query_profile = launches
+    P = len(a)
+    score, start = list(range(P)), [None] * P
+    ms["result tuples (score-only)"] = median_ms(
+        lambda: list(map(pw._make_result, zip(score, repeat(None), zip(start, score),
+                                              zip(start, score)))), repeats)  # fmt: skip
+    width = 2 * max(map(len, a))
+    row_a, row_b = "A" * (P * width), "C" * (P * width)
+    ends = list(range(0, P * width + 1, width))
+    ms["row strings (traceback)"] = median_ms(
+        lambda: [(row_a[s:e], row_b[s:e]) for s, e in zip(ends, ends[1:])], repeats
+    )
+    return ms
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=10_000)
@@ -133,10 +170,15 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--host-profile", type=int, default=0, help="cProfile this many calls")
+    ap.add_argument("--host-only", action="store_true", help="only host_only()'s pieces")
     args = ap.parse_args(argv)
     dev = torch.device(args.device)
     pairs = make_pairs(args.pairs, args.length)
     a, b = [x for x, _ in pairs], [y for _, y in pairs]
+    if args.host_only:
+        for name, t in host_only(a, b, args.repeats).items():
+            print(f"{name:40s} {t:9.3f} ms")
+        return 0
     ms = pieces(a, b, dev, args.repeats)
     cells = sum(len(x) * len(y) for x, y in pairs)
     for name, t in ms.items():

@@ -8,7 +8,9 @@ height. CPU, one process; prints one line per family and variant, writes no CSV.
 
     python -m benchmarks.probes.lcs_distance rhv PDZ exthomfam_small/FN1 [--variants shipped,plain]
 
-A family is ``SET/NAME`` under the benchmark data (``homfam`` when no set is given); SP and
+``--variants none`` prints only each family's line (joins that share a height, and the share of
+fragments: sequences shorter than 0.6 times the family's median length). A family is
+``SET/NAME`` under the benchmark data (``homfam`` when no set is given); SP and
 TC count the reference's ``core.txt`` columns where it has one.
 """
 
@@ -137,8 +139,11 @@ def main(argv=None) -> int:
         recs = read_sequences(f"{base}.in.fasta.gz")
         core = f"{base}.core.txt" if os.path.exists(f"{base}.core.txt") else None
         tied, joins = _tied_joins([r.seq for r in recs])
-        print(f"{fam}: {len(recs)} sequences, {tied} of {joins} joins share a height", flush=True)
-        for v in args.variants.split(","):
+        lens = np.array([len(r.seq.replace("-", "").replace(".", "")) for r in recs])
+        short = float(np.mean(lens < 0.6 * np.median(lens)))
+        print(f"{fam}: {len(recs)} sequences, {tied} of {joins} joins share a height, "
+              f"{short:.1%} shorter than 0.6 x the median length", flush=True)  # fmt: skip
+        for v in [v for v in args.variants.split(",") if v != "none"]:
             slink.lcs_key_rows = _key_rows(v) or shipped_keys
             big = v in ("big", "small")
             cpu_tree.spanning_joins = _tie_joins(v, shipped_joins) if big else shipped_joins
