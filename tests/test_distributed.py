@@ -479,3 +479,29 @@ def test_a_rank_that_dies_stops_the_others_with_a_clear_error(tmp_path):
     line = next(ln for ln in host.stdout.splitlines() if ln.startswith("stopped after"))
     assert "exchanging progress with the other ranks failed" in line
     assert float(line.split()[2]) < 30
+
+
+@needs_torchrun
+def test_align_on_two_ranks_writes_what_one_process_writes(tmp_path):
+    """``torchmsa align`` under torchrun: PartTree's groups and the progressive pass shared by
+    two ranks (decision 0068); rank 0 writes one process's alignment and tree, and each rank
+    logs its share."""
+    seqs = family(90, 70, 1, indels=True) + family(70, 50, 2, indels=True)
+    (tmp_path / "in.fa").write_text(_fasta(seqs))
+    args = ["align", str(tmp_path / "in.fa"), "--device", "cpu", "--mode", "fast"]
+    args += ["--tree", "parttree", "--config", "tree.parttree_n_ref=6"]
+    args += ["--config", "tree.parttree_leaf_size=10", "-q"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    out = ["-o", str(one / "aln.fa"), "--tree-out", str(one / "tree.nwk")]
+    assert main([*args, *out, "--distributed", "off"]) == 0
+    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", "-m", "torchmsa", *args]
+    cmd += ["-o", str(two / "aln.fa"), "--tree-out", str(two / "tree.nwk")]
+    proc = subprocess.run(
+        cmd, env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr
+    _same_files(one, two)
+    for rank in ("rank 0/2", "rank 1/2"):
+        assert proc.stderr.count(f"torchmsa: {rank}") == 2, proc.stderr  # PartTree, the pass

@@ -400,3 +400,19 @@ def test_flat_pair_distances_equal_numpy_bit_for_bit():
     smaller = np.minimum(sa, sb)
     want = np.where(smaller > 0, 1.0 - counts / np.maximum(smaller, 1), 1.0)
     assert got.tobytes() == want.tobytes() and (smaller == 0).any()
+
+
+@pytest.mark.parametrize("size", [2, 3])
+@pytest.mark.parametrize("distance", ["kmer", "lcs"])
+def test_a_tree_grown_over_ranks_is_the_tree_of_one_process(size, distance):
+    from tests.thread_ranks import ThreadRanks
+
+    batch = SequenceBatch.from_input(
+        clusters([60, 5, 45, 30, 1, 50, 25], 90, 3, rate=0.15) + ["MK", "AC"], "protein"
+    )
+    args = {"n_ref": 6, "leaf_size": 8, "backend": "cpu", "distance": distance}
+    want = parttree(batch, **args)
+    got = ThreadRanks(size).run(lambda ranks: parttree(batch, ranks=ranks, **args))
+    for tree in got:
+        assert np.array_equal(tree.children, want.children)
+        assert np.array_equal(tree.lengths, want.lengths)

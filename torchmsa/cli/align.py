@@ -8,7 +8,7 @@ import argparse
 import sys
 import threading
 
-from torchmsa.cli.common import add_limits, add_scoring, emit, limits
+from torchmsa.cli.common import add_distributed, add_limits, add_scoring, emit, limits
 from torchmsa.cli.merge import (
     add_output,
     add_run_options,
@@ -134,6 +134,7 @@ def add_parser(sub) -> None:
     )
     g.add_argument("--profile2", metavar="FILE", help="second alignment to merge")
     add_run_options(p)
+    add_distributed(p, "share one large alignment's guide tree and progressive pass")
     add_scoring(p, "BLOSUM62 / NUC.4.4")
     add_limits(p)
     p.set_defaults(func=run)
@@ -164,13 +165,13 @@ def run(args) -> int:
     # where numba's cache is empty, after the compiling processes have been forked
     cold = compile_plan.cold()
     if not cold:
-        _start_cuda(args.device)
+        _start_cuda(args.device, args.distributed)
     source = read_sequences(args.input, limits=limits(args))
     fmt = args.format or output_format(args.output)
     check_writable([r.name for r in source], [r.description for r in source], fmt)
     if cold:
         _compile_first(args, source, config)
-        _start_cuda(args.device)
+        _start_cuda(args.device, args.distributed)
     tree = args.tree
     if args.treein:
         if args.tree is not None:
@@ -191,8 +192,11 @@ def run(args) -> int:
             seqtype=args.seqtype,
             progress=progress_of(args),
             reorder=args.reorder,
+            distributed={"auto": "auto", "on": True, "off": False}[args.distributed],
         ),
     )
+    if aln.metadata.get("rank", 0) != 0:
+        return 0  # under torchrun every rank holds the alignment; rank 0 writes it
     if args.tree_out:
         emit(_newick(aln) + "\n", args.tree_out)
     if args.distout:
@@ -227,10 +231,11 @@ def _compile_first(args, source, config) -> None:
         print(f"torchmsa: {report.summary()}", file=sys.stderr)
 
 
-def _start_cuda(device: str) -> None:
+def _start_cuda(device: str, distributed: str = "off") -> None:
     """A thread that starts CUDA on ``device`` when it may be a GPU (``auto`` or ``cuda...``),
-    while the main thread reads the input. It reports nothing: a device that cannot be used
-    fails in the main thread with its proper error."""
+    while the main thread reads the input; under torchrun (``distributed`` not ``off``) on the
+    rank's own GPU. It reports nothing: a device that cannot be used fails in the main thread
+    with its proper error."""
     if not str(device).lower().startswith(("auto", "cuda")):
         return
 
@@ -238,9 +243,11 @@ def _start_cuda(device: str) -> None:
         try:
             import torch
 
+            from torchmsa.distributed.world import rank_device, wanted
             from torchmsa.ops.backend import resolve_device
 
-            dev = resolve_device(device)
+            world = wanted({"auto": "auto", "on": True, "off": False}[distributed])
+            dev = resolve_device(device) if world is None else rank_device(device, world)
             if dev.type == "cuda":
                 torch.zeros(1, device=dev)
         except Exception:  # the main thread meets it again and says what is wrong

@@ -7,7 +7,8 @@ hold one small item each. Rank 0 puts the chunks in a ``torch.distributed.TCPSto
 serves (:class:`Claims`); a rank that is free claims the next chunk with the store's atomic
 ``add``. A rank whose items ran longer than estimated claims fewer, so the ranks end within
 about one small chunk of each other whatever the cost model's errors, where shares fixed in
-advance (the LPT partition this replaced) are off by those errors (decision 0063). Which rank aligns an item changes nothing in its alignment.
+advance (the LPT partition this replaced) are off by those errors (decision 0063). Which rank
+aligns an item changes nothing in its alignment.
 
 A chunk is any picklable object; its bytes go into the store in pieces of at most
 :data:`PIECE` bytes (the store refuses a value over 8 MiB) and are deleted once claimed.

@@ -130,6 +130,42 @@ class Session:
         )
         return box[0]
 
+    def to_leader(self, tensor):
+        """Every rank's ``tensor`` (any shape, one dtype on every rank) on rank 0, in rank
+        order (``None`` on the others); through the default group (NCCL between GPUs), from
+        and to this rank's device."""
+        import torch
+        import torch.distributed as dist
+
+        shapes = self.all_gather(tuple(tensor.shape))
+        own = tensor.to(self.device).contiguous()
+        if not self.leader:
+            if own.numel():
+                self._collective("sending to rank 0", lambda: dist.send(own, dst=0))
+            return None
+        out = [tensor]
+        for r in range(1, self.size):
+            buf = torch.empty(shapes[r], dtype=tensor.dtype, device=self.device)
+            if buf.numel():
+                self._collective(f"receiving from rank {r}", lambda b=buf, r=r: dist.recv(b, src=r))
+            out.append(buf.to(tensor.device))
+        return out
+
+    def from_leader(self, tensor):
+        """Rank 0's ``tensor`` on every rank, the shape and dtype that rank 0 gives (the
+        others' ``tensor`` says only where the result goes); through the default group."""
+        import torch
+        import torch.distributed as dist
+
+        shape, dtype = self.broadcast((tuple(tensor.shape), tensor.dtype))
+        if self.leader:
+            buf = tensor.to(self.device).contiguous()
+        else:
+            buf = torch.empty(shape, dtype=dtype, device=self.device)
+        if buf.numel():
+            self._collective("receiving from rank 0", lambda: dist.broadcast(buf, src=0))
+        return buf.to(tensor.device)
+
     def run(
         self,
         work: Callable[[Callable[[Any], None]], T],

@@ -43,7 +43,7 @@ from torchmsa.parttree.split import choose_refs, merge_close, split
 from torchmsa.sequences import SequenceBatch
 from torchmsa.tree import Tree
 
-__all__ = ["parttree", "parttree_tree", "merge_close", "leaf_trees"]
+__all__ = ["Grow", "parttree", "parttree_tree", "merge_close", "leaf_trees"]
 
 _LINKAGE = {"upgma": cpu_tree.UPGMA, "upgma_mafft": cpu_tree.MAFFT, "single": cpu_tree.SINGLE}
 
@@ -65,6 +65,7 @@ def parttree(
     config: TreeConfig | None = None,
     policy: ExecutionPolicy | None = None,
     budget: MemoryBudget | None = None,
+    ranks=None,
 ) -> Tree:
     """A PartTree guide tree (see the module docstring).
 
@@ -95,6 +96,10 @@ def parttree(
         policy: how pairs are counted (``parttree_dense_pairs``, ``parttree_pair_chunk``,
             ``kmer_method``; never changes the tree).
         budget: the memory that counting dense blocks may use (a batch on a GPU only).
+        ranks: a :class:`~torchmsa.distributed.Session` (or any object with ``rank``,
+            ``size`` and ``all_gather``) whose ranks share the groups' work; every rank
+            passes the same source and gets the same tree, the tree of one process
+            (:mod:`~torchmsa.parttree.shared`).
 
     Returns:
         The :class:`~torchmsa.tree.Tree`, leaf i = sequence i.
@@ -135,23 +140,59 @@ def parttree(
     if len(names) != total or total < 1:
         raise ArgumentError(f"`names` holds {len(names)} names for {total} sequences (need >= 1)")
     linkage = _LINKAGE[method]
-    merge = config.parttree_merge_fraction
-    groups: list[np.ndarray] = [np.flatnonzero(sc > 0)]
-    splits: dict[int, tuple] = {}
-    small: dict[int, tuple] = {}
-    frontier = [0] if len(groups[0]) else []
-    while frontier:
-        big = [g for g in frontier if len(groups[g]) > leaf_size]
-        leaf = [g for g in frontier if 1 < len(groups[g]) <= leaf_size]
-        small.update(zip(leaf, leaf_trees(counts, [groups[g] for g in leaf], sc, linkage)))
-        frontier = []
-        refs_of = choose_refs([groups[g] for g in big], counts, sc, n_ref, n_far, seed)
-        blocks = counts.blocks([(groups[g], r) for g, r in zip(big, refs_of)])
-        for g, refs, block in zip(big, refs_of, blocks):
-            splits[g] = split(
-                groups, g, refs, block, sc, linkage, small, frontier, merge, counts.distances
-            )
+    grow = Grow(counts, sc, n_ref, n_far, leaf_size, linkage, config.parttree_merge_fraction, seed)
+    root = np.flatnonzero(sc > 0)
+    if ranks is not None and ranks.size > 1:
+        from torchmsa.parttree.shared import grow_over_ranks
+
+        groups, splits, small = grow_over_ranks(grow, root, ranks)
+    else:
+        groups = [root]
+        splits, small, _ = grow.run(groups, [0] if len(root) else [])
     return assemble(names, groups, splits, small, np.flatnonzero(sc == 0))
+
+
+class Grow:
+    """PartTree's splitting loop over the groups of one counting source (see the module
+    docstring): a group's fate depends on its members only, so any set of groups can be
+    grown apart from the others (:mod:`~torchmsa.parttree.shared`)."""
+
+    def __init__(self, counts, sc, n_ref, n_far, leaf_size, linkage, merge, seed):
+        self.counts, self.sc = counts, sc
+        self.n_ref, self.n_far, self.leaf_size = n_ref, n_far, leaf_size
+        self.linkage, self.merge, self.seed = linkage, merge, seed
+
+    def run(self, groups: list[np.ndarray], frontier: list[int], defer: int | None = None):
+        """Splits the groups of ``frontier`` (ids into ``groups``, which grows) until every
+        group is small; a group of at most ``defer`` members is left as it is.
+
+        Returns:
+            ``(splits, small, deferred)``: ``{g: (reference tree, child ids)}``,
+            ``{g: linkage or None (flat)}``, and the ids of the groups left, in order.
+        """
+        counts, sc, leaf_size = self.counts, self.sc, self.leaf_size
+        splits: dict[int, tuple] = {}
+        small: dict[int, tuple] = {}
+        deferred: list[int] = []
+        while frontier:
+            if defer is not None:
+                deferred += [g for g in frontier if len(groups[g]) <= defer]
+                frontier = [g for g in frontier if len(groups[g]) > defer]
+            big = [g for g in frontier if len(groups[g]) > leaf_size]
+            leaf = [g for g in frontier if 1 < len(groups[g]) <= leaf_size]
+            trees = leaf_trees(counts, [groups[g] for g in leaf], sc, self.linkage)
+            small.update(zip(leaf, trees))
+            frontier = []
+            refs_of = choose_refs(
+                [groups[g] for g in big], counts, sc, self.n_ref, self.n_far, self.seed
+            )
+            blocks = counts.blocks([(groups[g], r) for g, r in zip(big, refs_of)])
+            for g, refs, block in zip(big, refs_of, blocks):
+                splits[g] = split(
+                    groups, g, refs, block, sc, self.linkage, small, frontier, self.merge,
+                    counts.distances,
+                )  # fmt: skip
+        return splits, small, deferred
 
 
 def leaf_trees(counts, members: list[np.ndarray], sc: np.ndarray, linkage: int) -> list[tuple]:

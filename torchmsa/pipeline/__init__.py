@@ -27,6 +27,7 @@ results, every copy of a sequence given its representative's row. Every stage is
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -88,6 +89,7 @@ def align_many(
     reorder: bool = False,
     first_trees: list | None = None,
     distributed: str | bool = "auto",
+    _ranks=None,
 ) -> list[Alignment]:
     """Align many independent sequence sets in shared batches (one result per input).
 
@@ -112,6 +114,9 @@ def align_many(
     stop the others: :class:`~torchmsa.distributed.JobsFailed` is raised on every rank once all
     are done, with the other alignments in its ``results``. Under ``"auto"``, ranks that pass
     different inputs each align their own, as without ``torchrun``.
+
+    ``_ranks`` (internal, :func:`align` under ``torchrun``): a session whose ranks share each
+    job's PartTree and progressive passes; every rank returns the same alignments.
     """
     # the call as given, for each rank's share (apply_shortcuts replaces `config` below)
     same = {"config": config, "mode": mode, "matrix": matrix, "gap_open": gap_open}
@@ -173,6 +178,7 @@ def align_many(
                     config=config,
                     policy=policy,
                     budget=budget,
+                    ranks=_ranks,
                 )
             else:
                 done = align_group(
@@ -187,6 +193,7 @@ def align_many(
                     policy=policy,
                     budget=budget,
                     trees=[firsts[j] for j in idx],
+                    ranks=_ranks,
                 )
             for j, (codes, guide, extra) in zip(idx, done):
                 results[j] = (codes.to(dev), guide, extra)
@@ -223,6 +230,7 @@ def align(
     progress: bool = False,
     backend: str = "auto",
     reorder: bool = False,
+    distributed: str | bool = "auto",
 ) -> Alignment:
     """Align sequences.
 
@@ -256,6 +264,12 @@ def align(
         progress: print a progress bar on stderr (once the work has run for a second).
         backend: DP backend, ``"auto"``, ``"cpu"`` or ``"triton"``.
         reorder: rows in guide-tree order instead of input order (MAFFT's ``--reorder``).
+        distributed: ``"auto"`` (the default): when ``torchrun`` started this process among
+            several, the ranks share the work of one large alignment (PartTree's groups and
+            the progressive pass's subtrees, decision 0068), each on its own GPU; every rank
+            must call with the same input and gets the same alignment, the one a single
+            process makes (``metadata`` adds ``rank`` and ``world_size``). ``True``: always
+            through ``torch.distributed``; ``False``: in this process alone.
 
     Returns:
         An :class:`~torchmsa.alignment.Alignment`, rows in input order (in guide-tree
@@ -264,23 +278,41 @@ def align(
     Raises:
         ArgumentError: an invalid argument, or a shortcut that ``config`` sets differently.
     """
-    return align_many(
-        [seqs],
-        config=config,
-        policy=policy,
-        budget=budget,
-        device=device,
-        mode=mode,
-        matrix=matrix,
-        gap_open=gap_open,
-        gap_extend=gap_extend,
-        tree=tree,
-        seqtype=seqtype,
-        progress=progress,
-        backend=backend,
-        reorder=reorder,
-        distributed=False,
-    )[0]
+
+    def call(dev, ranks=None) -> Alignment:
+        return align_many(
+            [seqs],
+            config=config,
+            policy=policy,
+            budget=budget,
+            device=dev,
+            mode=mode,
+            matrix=matrix,
+            gap_open=gap_open,
+            gap_extend=gap_extend,
+            tree=tree,
+            seqtype=seqtype,
+            progress=progress,
+            backend=backend,
+            reorder=reorder,
+            distributed=False,
+            _ranks=ranks,
+        )[0]
+
+    world = wanted(distributed)
+    if world is None:
+        return call(device)
+    from torchmsa.distributed.session import session
+    from torchmsa.runtime import usable_cores
+
+    policy = checked(policy, ExecutionPolicy, "policy")
+    if policy.threads is None:  # the host's cores shared by its ranks (torchrun set 1 for torch)
+        policy = dataclasses.replace(policy, threads=max(1, usable_cores() // world.local_size))
+
+    with session(world, device) as ranks:
+        out = call(ranks.device, ranks)
+    out.metadata.update(rank=world.rank, world_size=world.size)
+    return out
 
 
 def build_tree(

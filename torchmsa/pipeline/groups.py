@@ -31,11 +31,14 @@ def align_group(
     policy: ExecutionPolicy | None = None,
     budget: MemoryBudget | None = None,
     trees: list | None = None,
+    ranks=None,
 ) -> list[tuple[torch.Tensor, object, dict]]:
     """Align jobs that share an alphabet and a mode, each under its first-tree method
     (``firsts``); returns (codes, tree, extra metadata) each. ``host_small``: accurate mode's
     set-aside ends go to the host when small (:func:`~torchmsa.pipeline.accurate.end_block`).
-    ``trees``: first trees already built (``None`` entries: built here by the method)."""
+    ``trees``: first trees already built (``None`` entries: built here by the method).
+    ``ranks``: a session whose ranks share PartTree's groups and the progressive passes
+    (every rank passes the same jobs; accurate mode and refinement run on every rank)."""
     config = AlignConfig() if config is None else config
     method = linkage(config.tree.method)
     stage = {"config": config, "policy": policy, "budget": budget}
@@ -50,10 +53,11 @@ def align_group(
         if len(b) < 2
         else t
         if t is not None
-        else first_tree(b, f, impl, config=config.tree, policy=policy, budget=budget)
+        else first_tree(b, f, impl, config=config.tree, policy=policy, budget=budget, ranks=ranks)
         for b, f, t in zip(batches, firsts, given)
     ]
-    done = progressive_jobs(batches, trees, scoring, impl, bar.step, policy=policy, budget=budget)
+    shared = {"policy": policy, "budget": budget, "ranks": ranks}
+    done = progressive_jobs(batches, trees, scoring, impl, bar.step, **shared)
     extra: list[dict] = [{} for _ in batches]
     again = [j for j, f in enumerate(firsts) if second_pass(mode, f)]
     if again:
@@ -69,8 +73,7 @@ def align_group(
             scoring,
             impl,
             bar.step,
-            policy=policy,
-            budget=budget,
+            **shared,
         )
         for j, t, r in zip(again, retrees, redone):
             trees[j], done[j] = t, r
@@ -90,12 +93,16 @@ def along_tree(
     config: AlignConfig | None = None,
     policy: ExecutionPolicy | None = None,
     budget: MemoryBudget | None = None,
+    ranks=None,
 ) -> list[tuple[torch.Tensor, object, dict]]:
-    """Jobs aligned along the guide trees they were given: one progressive pass, then the
-    mode's refinement rounds (default: ``rounds_default``, accurate: ``rounds_accurate``,
-    without a consistency library); ``(codes, tree, extra metadata)`` each."""
+    """Jobs aligned along the guide trees they were given: one progressive pass (shared by
+    ``ranks``, as :func:`align_group`), then the mode's refinement rounds (default:
+    ``rounds_default``, accurate: ``rounds_accurate``, without a consistency library);
+    ``(codes, tree, extra metadata)`` each."""
     config = AlignConfig() if config is None else config
-    done = progressive_jobs(batches, trees, scoring, impl, progress, policy=policy, budget=budget)
+    done = progressive_jobs(
+        batches, trees, scoring, impl, progress, policy=policy, budget=budget, ranks=ranks
+    )
     extra: list[dict] = [{"tree": "given"} for _ in batches]
     rounds = {"default": config.refine.rounds_default, "accurate": config.refine.rounds_accurate}
     rounds = rounds.get(mode, 0)
@@ -136,15 +143,26 @@ def progressive_jobs(
     *,
     policy: ExecutionPolicy | None = None,
     budget: MemoryBudget | None = None,
+    ranks=None,
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One level-batched progressive pass over every job; each job's codes and weights."""
+    """One level-batched progressive pass over every job; each job's codes and weights.
+    ``ranks``: a session whose ranks share the pass (:mod:`~torchmsa.progressive.shared`)."""
     sizes = [len(b) for b in batches]
     codes, lengths = concat(batches)
     weights = tree_weights(trees)
     table = ResidueTable.from_batch(codes, lengths)
     forest = Forest.from_trees(trees, sizes)
     widths = progressive_align(
-        table, lengths, forest, weights, scoring, backend, progress, policy=policy, budget=budget
+        table,
+        lengths,
+        forest,
+        weights,
+        scoring,
+        backend,
+        progress,
+        policy=policy,
+        budget=budget,
+        ranks=ranks,
     )
     out, first = [], 0
     gap = batches[0].alphabet.gap_code

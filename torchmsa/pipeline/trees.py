@@ -62,15 +62,20 @@ def first_tree(
     config: TreeConfig | None = None,
     policy: ExecutionPolicy | None = None,
     budget: MemoryBudget | None = None,
+    ranks=None,
 ) -> Tree:
     """The first guide tree (``method`` from :func:`~torchmsa.pipeline.modes.first_tree_method`):
     PartTree, single linkage on LCS distances (streamed: memory linear in N), or 6-mer
-    distances and a linkage (an N x N matrix, up to ``TreeConfig.parttree_min_n``)."""
+    distances and a linkage (an N x N matrix, up to ``TreeConfig.parttree_min_n``).
+    ``ranks``: a session whose ranks share PartTree's groups (the other methods run on every
+    rank)."""
     with stage("first_tree"):
         if method == "parttree":
             from torchmsa.parttree import parttree
 
-            return parttree(batch, backend=backend, config=config, policy=policy, budget=budget)
+            return parttree(
+                batch, backend=backend, config=config, policy=policy, budget=budget, ranks=ranks
+            )
         if method == "lcs":  # single linkage streamed over row blocks: no N x N matrix
             from torchmsa.ops.lcs import lcs_single_linkage
             from torchmsa.tree import linkage_tree

@@ -27,6 +27,8 @@ from torchmsa.progressive.nodes import Nodes
 from torchmsa.progressive.scoring import WEIGHT_TOTAL, ProfileScoring, quantize_weights
 from torchmsa.stages import stage
 
+CPU = torch.device("cpu")
+
 __all__ = [
     "Forest",
     "ProfileScoring",
@@ -49,6 +51,7 @@ def progressive_align(
     *,
     policy: ExecutionPolicy | None = None,
     budget: MemoryBudget | None = None,
+    ranks=None,
 ) -> list[int]:
     """Align along every tree of ``forest``, level by level; updates ``table.col``.
 
@@ -64,6 +67,9 @@ def progressive_align(
             to every level's column scores (accurate mode).
         policy: which levels run on the host in numba, and how (never changes the result).
         budget: the memory a batched level may plan for (larger levels are split).
+        ranks: a :class:`~torchmsa.distributed.Session` whose ranks share the subtrees
+            (:mod:`~torchmsa.progressive.shared`; not with ``consistency``); every rank
+            passes the same arguments and ends with the same ``table.col``.
 
     Returns:
         Each job's alignment width.
@@ -80,10 +86,13 @@ def progressive_align(
             consistency,
             policy or ExecutionPolicy(),
             budget or MemoryBudget(),
+            ranks if consistency is None else None,
         )
 
 
-def _progressive(table, lengths, forest, weights, scoring, backend, progress, cons, policy, budget):
+def _progressive(
+    table, lengths, forest, weights, scoring, backend, progress, cons, policy, budget, ranks=None
+):
     device = table.seq.device
     st = Nodes(table, lengths, forest, weights, scoring.matrix.shape[0], policy.pool_rows)
     track = None
@@ -93,41 +102,71 @@ def _progressive(table, lengths, forest, weights, scoring, backend, progress, co
     # their launches would cost more than their work); Triton on the CPU (the interpreter in
     # tests) keeps every level batched. On the CPU the batched level runs its pairs' DPs in
     # numba too, so no pair is too large for the host there.
-    cpu = torch.device("cpu")
     numba_ok = device.type == "cuda" or backend in ("auto", "cpu")
     pair_cap = policy.cpu_device_pair_cells if device.type == "cpu" else policy.cpu_pair_cells
     run = HostRun(st, policy, pair_cap, numba_ok)
-    level_cap = policy.level_bytes if device.type == "cuda" else policy.host_level_bytes
-    pieces: dict[torch.device, list] = {}
-    done, total = 0, forest.children.shape[0]
+    work = _Levels(st, forest, run, device, scoring, backend, progress, cons, track, policy, budget)
+    if ranks is None or ranks.size == 1:
+        work.align()
+        return _assemble(st, table, forest, work.pieces, device)
+    from torchmsa.progressive.shared import over_ranks
 
-    def flush():
+    return over_ranks(work, table, ranks)
+
+
+class _Levels:
+    """The level loop: every level's pairs to the host or batched on the device, the element
+    maps of what was aligned collected in ``pieces`` (by device)."""
+
+    def __init__(
+        self, st, forest, run, device, scoring, backend, progress, cons, track, policy, budget
+    ):
+        self.st, self.forest, self.run = st, forest, run
+        self.scoring, self.backend, self.progress = scoring, backend, progress
+        self.cons, self.track, self.policy, self.budget = cons, track, policy, budget
+        self.device = device
+        self.pieces: dict[torch.device, list] = {}
+        self.done = 0
+
+    def flush(self) -> None:
+        run = self.run
         if run:
-            pieces.setdefault(cpu, []).append(run.align(scoring, track))
-            if progress is not None:
-                progress(done, total)
+            self.pieces.setdefault(CPU, []).append(run.align(self.scoring, self.track))
+            if self.progress is not None:
+                self.progress(self.done, self.forest.children.shape[0])
 
-    for g, level in enumerate(forest.levels):
-        ids = np.asarray(level, dtype=np.int64)
-        pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
-        for part, host in _routes(run, pairs, budget):
-            if host:
-                if run.full_with(part):
-                    flush()  # the children's widths become exact
-                run.add(part)
+    def align(self, keep: np.ndarray | None = None) -> None:
+        """Aligns every level's nodes (those with ``keep[id]`` only, when given)."""
+        st, forest, run, device = self.st, self.forest, self.run, self.device
+        level_cap = (
+            self.policy.level_bytes if device.type == "cuda" else self.policy.host_level_bytes
+        )
+        for g, level in enumerate(forest.levels):
+            ids = np.asarray(level, dtype=np.int64)
+            if keep is not None:
+                ids = ids[keep[ids]]
+            if len(ids) == 0:
                 continue
-            flush()
-            parts = [part] if cons is not None else split_level(st, part, device, budget, level_cap)
-            for piece in parts:
-                kid_elems, elems, _ = align_level(
-                    st, piece, scoring, device, backend, cons, g, track
-                )
-                pieces.setdefault(device, []).append((kid_elems, elems))
-        done += len(level)
-        if progress is not None and not run:
-            progress(done, total)
-    flush()  # reports the last run's levels (each level is reported once)
-    return _assemble(st, table, forest, pieces, device)
+            pairs = np.concatenate([forest.children[ids - forest.n_leaves], ids[:, None]], 1)
+            for part, host in _routes(run, pairs, self.budget):
+                if host:
+                    if run.full_with(part):
+                        self.flush()  # the children's widths become exact
+                    run.add(part)
+                    continue
+                self.flush()
+                parts = [part]
+                if self.cons is None:
+                    parts = split_level(st, part, device, self.budget, level_cap)
+                for piece in parts:
+                    kid_elems, elems, _ = align_level(
+                        st, piece, self.scoring, device, self.backend, self.cons, g, self.track
+                    )
+                    self.pieces.setdefault(device, []).append((kid_elems, elems))
+            self.done += len(ids)
+            if self.progress is not None and not run:
+                self.progress(self.done, forest.children.shape[0])
+        self.flush()  # reports the last run's levels (each level is reported once)
 
 
 def _routes(run: HostRun, pairs: np.ndarray, budget: MemoryBudget):
