@@ -3,7 +3,7 @@ torchrun with 2 (or more) ranks sharing its PartTree and progressive pass, side 
 one run (issue #42 item 2, decision 0068).
 
     python -m benchmarks.shared_job [--n 1000000] [--length 250] [--ranks 1,2] [--repeat 1]
-        [--device cuda] [--data DIR] [--timeout S] [--logs DIR] [--out DIR]
+        [--device cuda] [--data DIR] [--timeout S] [--logs DIR] [--verbose] [--out DIR]
 
 The family is ``benchmarks.scale``'s evolved one (``family_files(n, length, 0, data)``).
 First one **cold** run: ``python -m torchmsa align FAMILY -o OUT --device DEVICE`` with the
@@ -17,8 +17,11 @@ alignment, writing). ``TORCHMSA_DAEMON=off``: no warm server takes a command.
 Appends to ``results/shared_job.csv`` one row per run: ``regime``, ``ranks``, ``repeat``,
 ``n``, ``wall_s``, ``speedup`` (the one-process warm run of the same repeat over this one),
 ``identical`` (the output's bytes equal the cold run's), the ranks' log lines about their
-shares (``shares``), ``note``, and the run's metadata. Prints a table. ``--logs``: each
-run's standard error is kept there as ``REGIME-ranksW-REPEAT.log``.
+shares (``shares``), with ``--verbose`` when each process began reading, aligning and
+writing and when it ended, in seconds after the launch (``steps``), ``note``, and the run's
+metadata. Prints a table. ``--logs``: each
+run's standard error is kept there as ``REGIME-ranksW-REPEAT.log`` (with ``--verbose`` it
+holds every process's stage times: ``torchmsa align -v``).
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ from benchmarks.harness import append_rows, markdown_table, run_metadata, wait_c
 from benchmarks.scale import family_files
 
 
-def command(ranks: int, inp: Path, out: Path, device: str) -> list[str]:
+def command(ranks: int, inp: Path, out: Path, device: str, verbose: bool = False) -> list[str]:
     tail = ["-m", "torchmsa", "align", str(inp), "-o", str(out), "--device", device]
+    tail += ["-v"] if verbose else []
     if ranks == 1:
         return [sys.executable, *tail]
     head = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
@@ -46,10 +50,11 @@ def command(ranks: int, inp: Path, out: Path, device: str) -> list[str]:
 
 def timed(ranks: int, inp: Path, out: Path, args, env: dict, name: str) -> dict:
     out.unlink(missing_ok=True)
+    launched = time.time()
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
-            command(ranks, inp, out, args.device),
+            command(ranks, inp, out, args.device, args.verbose),
             env=env,
             capture_output=True,
             text=True,
@@ -66,7 +71,17 @@ def timed(ranks: int, inp: Path, out: Path, args, env: dict, name: str) -> dict:
     if proc.returncode:
         note = f"exit status {proc.returncode}: {proc.stderr.strip()[-300:]}"
     digest = hashlib.sha1(out.read_bytes()).hexdigest() if out.exists() else ""
-    return {"wall_s": wall, "note": note, "shares": shares, "sha1": digest}
+    steps = " | ".join(_steps(ln, launched) for ln in proc.stderr.splitlines() if _MARKS in ln)
+    return {"wall_s": wall, "note": note, "shares": shares, "sha1": digest, "steps": steps}
+
+
+_MARKS = "torchmsa: steps began "
+
+
+def _steps(line: str, launched: float) -> str:
+    """A ``-v`` line of when each step began, as seconds after the launch."""
+    marks = (kv.split("=") for kv in line.split(_MARKS, 1)[1].split())
+    return " ".join(f"{k}={float(v) - launched:.2f}" for k, v in marks)
 
 
 def main(argv=None) -> int:
@@ -79,6 +94,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, default=Path("/tmp/torchmsa-scale"))
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--logs", type=Path, default=None)
+    ap.add_argument("--verbose", action="store_true", help="-v: every process's stage times")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     worlds = [int(w) for w in args.ranks.split(",")]
@@ -114,8 +130,8 @@ def main(argv=None) -> int:
     cols = ["regime", "ranks", "repeat", "n", "wall_s", "speedup", "identical", "note"]
     print(markdown_table(rows, cols))
     for r in rows:
-        if r["shares"]:
-            print(f"ranks {r['ranks']} repeat {r['repeat']}: {r['shares']}")
+        if r["shares"] or r["steps"]:
+            print(f"ranks {r['ranks']} repeat {r['repeat']}: {r['shares']} {r['steps']}")
     return 0 if all(r["identical"] and not r["note"].startswith("exit") for r in rows) else 1
 
 

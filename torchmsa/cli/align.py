@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+import time
 
 from torchmsa.cli.common import add_distributed, add_limits, add_scoring, emit, limits
 from torchmsa.cli.merge import (
@@ -166,6 +167,7 @@ def run(args) -> int:
     cold = compile_plan.cold()
     if not cold:
         _start_cuda(args.device, args.distributed)
+    marks = {"read": time.time()}  # when each step began, for -v
     source = read_sequences(args.input, limits=limits(args))
     fmt = args.format or output_format(args.output)
     check_writable([r.name for r in source], [r.description for r in source], fmt)
@@ -177,6 +179,7 @@ def run(args) -> int:
         if args.tree is not None:
             raise ArgumentError("give --tree or --treein, not both")
         tree = _read_text(args.treein, "--treein")
+    marks["align"] = time.time()
     aln = timed(
         args,
         lambda: align(
@@ -195,13 +198,16 @@ def run(args) -> int:
             distributed={"auto": "auto", "on": True, "off": False}[args.distributed],
         ),
     )
+    marks["aligned"] = time.time()
     if aln.metadata.get("rank", 0) != 0:
+        _say_marks(args, marks)
         return 0  # under torchrun every rank holds the alignment; rank 0 writes it
     if args.tree_out:
         emit(_newick(aln) + "\n", args.tree_out)
     if args.distout:
         emit(_distances(source, aln, config, args), args.distout)
     write(aln, args)
+    _say_marks(args, marks)
     from torchmsa.compile_later import compile_later
 
     # the parallel functions this command's one-thread twins stood in for, compiled for the
@@ -214,6 +220,15 @@ def run(args) -> int:
         if m["config"]:
             print(f"torchmsa: config {m['config']}", file=sys.stderr)
     return 0
+
+
+def _say_marks(args, marks: dict) -> None:
+    """With ``-v``: when each step began and the command ended, in seconds since the epoch,
+    so that a caller can lay the steps of several processes (ranks) side by side."""
+    if args.verbose:
+        marks["end"] = time.time()
+        text = " ".join(f"{k}={v:.3f}" for k, v in marks.items())
+        print(f"torchmsa: steps began {text}", file=sys.stderr)
 
 
 def _compile_first(args, source, config) -> None:

@@ -20,6 +20,8 @@ the groups made in step 2 and the small groups' joins: about ``(depth + 3) N`` i
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 __all__ = ["deal", "grow_over_ranks", "records", "replay"]
@@ -31,21 +33,27 @@ def grow_over_ranks(grow, root: np.ndarray, ranks):
     """``(groups, splits, small)`` of the splitting loop from ``root``, the same as
     ``grow.run([root], [0])`` gives in one process, the work shared by ``ranks`` (see the
     module docstring)."""
+    t0 = time.perf_counter()
     groups = [root]
     cap = max(grow.leaf_size, -(-len(root) // (WORK_SHARE * ranks.size)))
     splits, small, work = grow.run(groups, [0] if len(root) else [], defer=cap)
     dealt = deal([len(groups[w]) for w in work], ranks.size)
     own = [groups[w] for w, r in zip(work, dealt) if r == ranks.rank]
-    ranks.say(
-        f"torchmsa: {ranks.tag}: PartTree grows {len(own)} of {len(work)} groups "
-        f"({sum(map(len, own))} of {len(root)} sequences)"
-    )
+    count, members = len(own), sum(map(len, own))
+    t1 = time.perf_counter()
     own_splits, own_small, _ = grow.run(own, list(range(len(own))))  # own grows
+    t2 = time.perf_counter()
     split_rec, leaf_rec = records(groups, splits, small)
     for found in ranks.all_gather(records(own, own_splits, own_small)):
         split_rec.update(found[0])
         leaf_rec.update(found[1])
-    return replay(root, split_rec, leaf_rec, grow.leaf_size)
+    out = replay(root, split_rec, leaf_rec, grow.leaf_size)
+    ranks.say(
+        f"torchmsa: {ranks.tag}: PartTree split the top in {t1 - t0:.2f} s, grew {count} of "
+        f"{len(work)} groups ({members} of {len(root)} sequences) in {t2 - t1:.2f} s, shared "
+        f"and replayed in {time.perf_counter() - t2:.2f} s"
+    )
+    return out
 
 
 def deal(costs: list[int], size: int) -> list[int]:

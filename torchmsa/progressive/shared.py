@@ -22,6 +22,7 @@ What crosses: one integer per residue each way, and the subtrees' root profiles.
 from __future__ import annotations
 
 import heapq
+import time
 
 import numpy as np
 import torch
@@ -88,21 +89,19 @@ def over_ranks(work, table, ranks) -> list[int]:
     from torchmsa.progressive import _assemble
 
     st, forest, device = work.st, work.forest, work.device
+    t0 = time.perf_counter()
     c = cut(forest, ranks.size)
     work.align(c.owner == ranks.rank)
     mine = c.pieces[c.rank_of == ranks.rank]
-    res = _residues(st, c, ranks.rank)
-    merges = int((c.owner[st.n_leaves :] == ranks.rank).sum())
-    top = int((c.owner[st.n_leaves :] == -1).sum()) if ranks.leader else 0
-    ranks.say(
-        f"torchmsa: {ranks.tag}: progressive pass aligned {len(mine)} of {len(c.pieces)} "
-        f"subtrees ({len(res[1])} of {st.n_leaves} sequences, {merges} merges)"
-        + (f", then the top's {top} merges" if top else "")
-    )
-    cols = _columns(st, work.pieces, forest, device, res, c)
+    t1 = time.perf_counter()
+    # rank 0's own residues reach their columns with the rest, in its last assembly
+    cols = torch.zeros(0, dtype=torch.int32, device=device)
+    if not ranks.leader:
+        cols = _columns(st, work.pieces, forest, device, _residues(st, c, ranks.rank, device))
     prof, both = _root_rows(st, mine, device)
     told = ranks.all_gather((mine, st.cols[mine], st.w[mine]))
     profs, boths, colss = (ranks.to_leader(t) for t in (prof, both, cols))
+    t2 = time.perf_counter()
     widths = None
     if ranks.leader:
         for r in range(1, ranks.size):
@@ -110,25 +109,41 @@ def over_ranks(work, table, ranks) -> list[int]:
             st.cols[roots], st.w[roots] = root_cols, root_w
             st.place(roots, root_cols)
             st.store(roots, root_cols, profs[r], boths[r], device)
-            res_r = _residues(st, c, r)
-            home = torch.from_numpy(st.elem[np.repeat(c.top[res_r[1]], res_r[2])]).to(device)
-            kid = torch.from_numpy(res_r[0]).to(device)
-            work.pieces.setdefault(device, []).append((kid, home + colss[r].to(torch.int64)))
+            ids, home = _residues(st, c, r, device)
+            work.pieces.setdefault(device, []).append((ids, home + colss[r].to(torch.int64)))
         work.align(c.owner == -1)
         widths = _assemble(st, table, forest, work.pieces, device)
+    t3 = time.perf_counter()
     table.col = ranks.from_leader(table.col)
-    return ranks.all_gather(widths)[0]
+    widths = ranks.all_gather(widths)[0]
+    own = int((c.owner[: st.n_leaves] == ranks.rank).sum())
+    merges = int((c.owner[st.n_leaves :] == ranks.rank).sum())
+    top = int((c.owner[st.n_leaves :] == -1).sum())
+    ranks.say(
+        f"torchmsa: {ranks.tag}: progressive pass aligned {len(mine)} of {len(c.pieces)} "
+        f"subtrees ({own} of {st.n_leaves} sequences, {merges} merges) in {t1 - t0:.2f} s, "
+        f"sent them in {t2 - t1:.2f} s, "
+        + (f"aligned the top's {top} merges in {t3 - t2:.2f} s, " if ranks.leader else "")
+        + f"had every column in {time.perf_counter() - t3:.2f} s"
+    )
+    return widths
 
 
-def _residues(st, c: Cut, rank: int):
-    """``(residue ids, sequences, their lengths)`` of the leaves under ``rank``'s subtrees,
-    in sequence order."""
+def _residues(st, c: Cut, rank: int, device):
+    """``(residue ids, their subtree root's first element)``, ``int64`` on ``device``, of the
+    residues of the leaves under ``rank``'s subtrees, in sequence order."""
     seqs = np.flatnonzero(c.owner[: st.n_leaves] == rank)
     lens = st.seq_off[seqs + 1] - st.seq_off[seqs]
-    return ranges(st.seq_off[seqs], lens), seqs, lens
+    v = upload(device, start=st.seq_off[seqs], lens=lens, root=st.elem[c.top[seqs]])
+    total = int(lens.sum())
+    first = torch.repeat_interleave(v["start"], v["lens"], output_size=total)
+    within = torch.arange(total, device=device) - torch.repeat_interleave(
+        torch.cumsum(v["lens"], 0) - v["lens"], v["lens"], output_size=total
+    )
+    return first + within, torch.repeat_interleave(v["root"], v["lens"], output_size=total)
 
 
-def _columns(st, pieces, forest, device, res, c: Cut) -> torch.Tensor:
+def _columns(st, pieces, forest, device, res) -> torch.Tensor:
     """``int32``: each residue of ``res`` (:func:`_residues`) at its column in its subtree's
     root, by pointer jumping over the element maps this rank made."""
     up = torch.arange(st.n_elems, device=device)
@@ -138,9 +153,8 @@ def _columns(st, pieces, forest, device, res, c: Cut) -> torch.Tensor:
             up[idx] = torch.cat([to_device(e, device) for _, e in parts])
     for _ in range(max(1, len(forest.levels)).bit_length()):
         up = up[up]
-    ids, seqs, lens = res
-    start = upload(device, s=st.elem[np.repeat(c.top[seqs], lens)], r=ids)
-    return (up[start["r"]] - start["s"]).to(torch.int32)
+    ids, root = res
+    return (up[ids] - root).to(torch.int32)
 
 
 def _root_rows(st, roots: np.ndarray, device):
