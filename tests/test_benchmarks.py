@@ -419,3 +419,17 @@ def test_tree_swap_scores_one_pass_under_each_tree(tmp_path, monkeypatch):
     ]
     assert all(0 <= float(r["sp"]) <= 1 and 0 <= float(r["tc"]) <= 1 for r in rows)
     assert all(r["command"].startswith("python") for r in rows)
+
+
+def test_shared_job_runs_one_process_alone_and_ranks_under_torchrun_and_reads_their_steps():
+    from pathlib import Path
+
+    from benchmarks.shared_job import _steps, command
+
+    alone = command(1, Path("in.fa"), Path("out.fa"), "cuda", verbose=True)
+    assert alone[1:5] == ["-m", "torchmsa", "align", "in.fa"] and alone[-1] == "-v"
+    two = command(2, Path("in.fa"), Path("out.fa"), "cuda")
+    assert two[1:3] == ["-m", "torch.distributed.run"] and "--nproc-per-node" in two
+    assert two[two.index("--nproc-per-node") + 1] == "2" and "-v" not in two
+    line = "torchmsa: steps began read=1000.500 align=1003.000 end=1010.250"
+    assert _steps(line, 1000.0) == "read=0.50 align=3.00 end=10.25"

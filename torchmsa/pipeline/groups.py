@@ -152,18 +152,8 @@ def progressive_jobs(
     weights = tree_weights(trees)
     table = ResidueTable.from_batch(codes, lengths)
     forest = Forest.from_trees(trees, sizes)
-    widths = progressive_align(
-        table,
-        lengths,
-        forest,
-        weights,
-        scoring,
-        backend,
-        progress,
-        policy=policy,
-        budget=budget,
-        ranks=ranks,
-    )
+    where = {"policy": policy, "budget": budget, "ranks": ranks}
+    widths = progressive_align(table, lengths, forest, weights, scoring, backend, progress, **where)
     out, first = [], 0
     gap = batches[0].alphabet.gap_code
     for n, width in zip(sizes, widths):
