@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     import torchmsa
     import torchmsa.parttree as pt
     import torchmsa.pipeline.groups as groups
-    import torchmsa.progressive as prog
+    import torchmsa.progressive.levels as prog
     import torchmsa.progressive.host as host
     from benchmarks.scale import family_files
     from torchmsa.io import read_sequences

@@ -29,6 +29,7 @@ import torch
 
 from torchmsa.ops.backend import to_device
 from torchmsa.parttree.shared import deal
+from torchmsa.progressive.levels import assemble
 from torchmsa.progressive.nodes import ranges, upload
 
 __all__ = ["Cut", "cut", "over_ranks"]
@@ -84,10 +85,8 @@ def cut(forest, size: int) -> Cut:
 
 def over_ranks(work, table, ranks) -> list[int]:
     """Steps 1-3 of the module docstring for the level loop ``work``
-    (:class:`~torchmsa.progressive._Levels`); every rank's ``table.col`` ends as one
+    (:class:`~torchmsa.progressive.levels.Levels`); every rank's ``table.col`` ends as one
     process's, and every rank returns the widths."""
-    from torchmsa.progressive import _assemble
-
     st, forest, device = work.st, work.forest, work.device
     t0 = time.perf_counter()
     c = cut(forest, ranks.size)
@@ -112,7 +111,7 @@ def over_ranks(work, table, ranks) -> list[int]:
             ids, home = _residues(st, c, r, device)
             work.pieces.setdefault(device, []).append((ids, home + colss[r].to(torch.int64)))
         work.align(c.owner == -1)
-        widths = _assemble(st, table, forest, work.pieces, device)
+        widths = assemble(st, table, forest, work.pieces, device)
     t3 = time.perf_counter()
     table.col = ranks.from_leader(table.col)
     widths = ranks.all_gather(widths)[0]
