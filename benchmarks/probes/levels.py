@@ -106,8 +106,8 @@ def main(argv=None) -> int:
     import torchmsa
     import torchmsa.parttree as pt
     import torchmsa.pipeline.groups as groups
-    import torchmsa.progressive.levels as prog
     import torchmsa.progressive.host as host
+    import torchmsa.progressive.levels as prog
     from benchmarks.scale import family_files
     from torchmsa.io import read_sequences
 
