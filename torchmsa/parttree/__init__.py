@@ -183,16 +183,22 @@ class Grow:
             trees = leaf_trees(counts, [groups[g] for g in leaf], sc, self.linkage)
             small.update(zip(leaf, trees))
             frontier = []
-            refs_of = choose_refs(
-                [groups[g] for g in big], counts, sc, self.n_ref, self.n_far, self.seed
-            )
-            blocks = counts.blocks([(groups[g], r) for g, r in zip(big, refs_of)])
-            for g, refs, block in zip(big, refs_of, blocks):
-                splits[g] = split(
-                    groups, g, refs, block, sc, self.linkage, small, frontier, self.merge,
-                    counts.distances,
-                )  # fmt: skip
+            self.split_big(groups, big, splits, small, frontier)
         return splits, small, deferred
+
+    def split_big(self, groups, big, splits, small, frontier) -> None:
+        """Splits the groups ``big`` by their references: ``splits[g]`` for each, their
+        children appended to ``groups`` (and to ``frontier`` or ``small``)."""
+        counts, sc = self.counts, self.sc
+        refs_of = choose_refs(
+            [groups[g] for g in big], counts, sc, self.n_ref, self.n_far, self.seed
+        )
+        blocks = counts.blocks([(groups[g], r) for g, r in zip(big, refs_of)])
+        for g, refs, block in zip(big, refs_of, blocks):
+            splits[g] = split(
+                groups, g, refs, block, sc, self.linkage, small, frontier, self.merge,
+                counts.distances,
+            )  # fmt: skip
 
 
 def leaf_trees(counts, members: list[np.ndarray], sc: np.ndarray, linkage: int) -> list[tuple]:

@@ -24,7 +24,10 @@ import time
 
 import numpy as np
 
-__all__ = ["deal", "grow_over_ranks", "records", "replay"]
+from torchmsa.cpu import tree as cpu_tree
+from torchmsa.parttree.split import add_children, flat_children, merge_close, nearest, random_refs
+
+__all__ = ["RowsGrow", "deal", "grow_over_ranks", "records", "replay"]
 
 WORK_SHARE = 4  # work groups of at most N / (WORK_SHARE * R) members
 
@@ -36,7 +39,7 @@ def grow_over_ranks(grow, root: np.ndarray, ranks):
     t0 = time.perf_counter()
     groups = [root]
     cap = max(grow.leaf_size, -(-len(root) // (WORK_SHARE * ranks.size)))
-    splits, small, work = grow.run(groups, [0] if len(root) else [], defer=cap)
+    splits, small, work = RowsGrow(grow, ranks).run(groups, [0] if len(root) else [], defer=cap)
     dealt = deal([len(groups[w]) for w in work], ranks.size)
     own = [groups[w] for w, r in zip(work, dealt) if r == ranks.rank]
     count, members = len(own), sum(map(len, own))
@@ -54,6 +57,103 @@ def grow_over_ranks(grow, root: np.ndarray, ranks):
         f"and replayed in {time.perf_counter() - t2:.2f} s"
     )
     return out
+
+
+class RowsGrow:
+    """The splitting loop of ``grow`` (:class:`~torchmsa.parttree.Grow`) with each large
+    group's members shared by rows: rank ``r`` counts and labels the ``r``-th contiguous
+    share of every group against its references, and the ranks meet once per
+    farthest-point round (each rank's best candidate: the farthest, the first among equals)
+    and twice per split (the members' references and the references' own rows; then
+    whether each child is flat). Every rank ends with one process's splits."""
+
+    def __init__(self, grow, ranks):
+        self.grow, self.ranks = grow, ranks
+
+    def run(self, groups, frontier, defer=None):
+        grow = self.grow
+        inner = grow.split_big
+        grow.split_big = self.split_big
+        try:
+            return grow.run(groups, frontier, defer)
+        finally:
+            grow.split_big = inner
+
+    def _rows(self, m: np.ndarray) -> tuple[int, int]:
+        size, rank = self.ranks.size, self.ranks.rank
+        return len(m) * rank // size, len(m) * (rank + 1) // size
+
+    def split_big(self, groups, big, splits, small, frontier) -> None:
+        """:meth:`~torchmsa.parttree.Grow.split_big`, on this rank's rows."""
+        g_ = self.grow
+        counts, sc, ranks = g_.counts, g_.sc, self.ranks
+        ms = [groups[g] for g in big]
+        rows = [self._rows(m) for m in ms]
+        part = [m[lo:hi] for m, (lo, hi) in zip(ms, rows)]
+        refs_of = [
+            random_refs(m, r, g_.n_ref, g_.seed) for m, r in zip(ms, self._farthest(ms, part))
+        ]
+        tasks = [(i, (p, r)) for i, (p, r) in enumerate(zip(part, refs_of)) if len(p)]
+        blocks: list = [np.zeros((0, len(r)), np.int64) for r in refs_of]
+        for (i, _), block in zip(tasks, counts.blocks([t for _, t in tasks])):
+            blocks[i] = block
+        mine = []
+        for m, (lo, hi), p, refs, block in zip(ms, rows, part, refs_of, blocks):
+            at = np.searchsorted(m, refs)
+            d = counts.distances(block, sc[p], sc[refs])
+            own = nearest(block, d, sc[p], sc[refs]) if len(p) else np.zeros(0, np.int64)
+            here = (at >= lo) & (at < hi)
+            own[at[here] - lo] = np.flatnonzero(here)
+            mine.append((own.astype(np.int32), np.flatnonzero(here), d[at[here] - lo]))
+        found = ranks.all_gather(mine)
+        labels, owns = [], []
+        for i, refs in enumerate(refs_of):
+            d_at = np.empty((len(refs), len(refs)))
+            for got in found:
+                d_at[got[i][1]] = got[i][2]
+            own = np.concatenate([got[i][0] for got in found]).astype(np.int64)
+            label, ref_tree = merge_close(
+                cpu_tree.linkage((d_at + d_at.T) / 2, g_.linkage), g_.merge
+            )
+            labels.append((label, ref_tree))
+            owns.append(label[own])
+        flats = ranks.all_gather(
+            [
+                flat_children(block, own[lo:hi], label, p, sc, refs)
+                for (label, _), own, (lo, hi), p, refs, block in zip(
+                    labels, owns, rows, part, refs_of, blocks
+                )
+            ]
+        )
+        for i, (g, m) in enumerate(zip(big, ms)):
+            flat = np.logical_and.reduce([f[i] for f in flats])
+            label, ref_tree = labels[i]
+            splits[g] = (ref_tree, add_children(groups, m, owns[i], label, flat, small, frontier))
+
+    def _farthest(self, ms, part) -> list[list[int]]:
+        """Each group's longest member, then its farthest-point picks (``choose_refs``),
+        every round's candidates gathered from the ranks' rows."""
+        g_ = self.grow
+        counts, sc = g_.counts, g_.sc
+        refs = [[int(m[np.argmax(sc[m])])] for m in ms]
+        near = [np.full(len(p), np.inf) for p in part]
+        want = [min(g_.n_far + 1, g_.n_ref, len(m)) for m in ms]
+        while todo := [i for i, m in enumerate(ms) if len(refs[i]) < want[i]]:
+            live = [i for i in todo if len(part[i])]
+            cols = counts.blocks([(part[i], np.array(refs[i][-1:])) for i in live])
+            best = {}
+            for i, col in zip(live, cols):
+                p = part[i]
+                near[i] = np.minimum(near[i], counts.distances(col, sc[p], sc[refs[i][-1:]])[:, 0])
+                score = np.where(np.isin(p, refs[i]), -1.0, near[i])
+                k = int(np.argmax(score))
+                best[i] = (float(score[k]), int(p[k]))
+            got = self.ranks.all_gather(best)
+            for i in todo:  # ranks hold the rows in order: the first of the farthest wins
+                cands = [b[i] for b in got if i in b]
+                top = max(c[0] for c in cands)
+                refs[i].append(next(c[1] for c in cands if c[0] == top))
+        return refs
 
 
 def deal(costs: list[int], size: int) -> list[int]:

@@ -7,7 +7,15 @@ import numpy as np
 
 from torchmsa.cpu import tree as cpu_tree
 
-__all__ = ["choose_refs", "nearest", "split", "merge_close"]
+__all__ = [
+    "add_children",
+    "choose_refs",
+    "flat_children",
+    "merge_close",
+    "nearest",
+    "random_refs",
+    "split",
+]
 
 
 def choose_refs(groups, counts, sc, n_ref, n_far, seed) -> list[np.ndarray]:
@@ -23,13 +31,16 @@ def choose_refs(groups, counts, sc, n_ref, n_far, seed) -> list[np.ndarray]:
             d = counts.distances(col, sc[m], sc[refs[i][-1:]])[:, 0]
             nearest[i] = np.minimum(nearest[i], d)
             refs[i].append(int(m[np.argmax(np.where(np.isin(m, refs[i]), -1.0, nearest[i]))]))
-    out = []
-    for m, r in zip(groups, refs):
-        rest = m[~np.isin(m, r)]
-        rng = np.random.default_rng([seed, int(m[0]), len(m)])
-        extra = rng.choice(rest, size=min(n_ref - len(r), len(rest)), replace=False)
-        out.append(np.array(r + sorted(int(x) for x in extra), dtype=np.int64))
-    return out
+    return [random_refs(m, r, n_ref, seed) for m, r in zip(groups, refs)]
+
+
+def random_refs(m: np.ndarray, refs: list[int], n_ref: int, seed: int) -> np.ndarray:
+    """``refs`` and random members of ``m`` up to ``n_ref`` references, seeded by the group
+    (``[seed, first member, size]``): a group's references depend on its members only."""
+    rest = m[~np.isin(m, refs)]
+    rng = np.random.default_rng([seed, int(m[0]), len(m)])
+    extra = rng.choice(rest, size=min(n_ref - len(refs), len(rest)), replace=False)
+    return np.array(refs + sorted(int(x) for x in extra), dtype=np.int64)
 
 
 def nearest(counts: np.ndarray, d: np.ndarray, sm: np.ndarray, sr: np.ndarray) -> np.ndarray:
@@ -52,18 +63,36 @@ def split(groups, g, refs, block, sc, linkage, small, frontier, merge, dist_fn):
     own[at] = np.arange(len(refs))
     label, ref_tree = merge_close(cpu_tree.linkage((d[at] + d[at].T) / 2, linkage), merge)
     own = label[own]
-    child_ids = []
-    for c in range(label.max() + 1):
-        part = m[own == c]
+    flat = flat_children(block, own, label, m, sc, refs)
+    return ref_tree, add_children(groups, m, own, label, flat, small, frontier)
+
+
+def flat_children(block, own, label, members, sc, refs) -> np.ndarray:
+    """``bool [C]``: whether every member of each child (``own``, the rows of ``block``) has
+    the same k-mers as the child's first reference (by their counts)."""
+    out = np.zeros(int(label.max()) + 1, bool)
+    for c in range(len(out)):
         first = int(np.argmax(label == c))  # the group's first reference
+        rows = own == c
+        size = sc[refs[first]]
+        out[c] = bool(((block[rows, first] == size) & (sc[members[rows]] == size)).all())
+    return out
+
+
+def add_children(groups, m, own, label, flat, small, frontier) -> list[int]:
+    """The children of a split group (members ``m``, each in child ``own``) appended to
+    ``groups``; those to split or cluster further to ``frontier``, the ``flat`` ones marked
+    in ``small``. Returns their ids."""
+    child_ids = []
+    for c in range(int(label.max()) + 1):
+        part = m[own == c]
         child_ids.append(len(groups))
         groups.append(part)
-        same = (block[own == c, first] == sc[refs[first]]) & (sc[part] == sc[refs[first]])
-        if len(part) > 1 and same.all():
+        if len(part) > 1 and flat[c]:
             small[child_ids[-1]] = None  # the same k-mers as the reference: flat
         elif len(part) > 1:
             frontier.append(child_ids[-1])
-    return ref_tree, child_ids
+    return child_ids
 
 
 def merge_close(ref_tree, fraction: float = 0.5):
