@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import datetime
+import math
 import os
 import signal
 import socket
@@ -132,24 +133,24 @@ class Session:
 
     def to_leader(self, tensor):
         """Every rank's ``tensor`` (any shape, one dtype on every rank) on rank 0, in rank
-        order (``None`` on the others); through the default group (NCCL between GPUs), from
-        and to this rank's device."""
+        order (``None`` on the others): one ``gather`` on the default group (NCCL between
+        GPUs: a collective, so no communicator of its own as a ``send`` would make), each
+        rank's elements padded to the largest count."""
         import torch
         import torch.distributed as dist
 
         shapes = self.all_gather(tuple(tensor.shape))
-        own = tensor.to(self.device).contiguous()
+        counts = [math.prod(shape) for shape in shapes]
+        top = max(counts)
+        flat = torch.zeros(top, dtype=tensor.dtype, device=self.device)
+        if top:
+            flat[: tensor.numel()] = tensor.reshape(-1).to(self.device)
+        bufs = [torch.empty_like(flat) for _ in shapes] if self.leader else None
+        if top:
+            self._collective("gathering on rank 0", lambda: dist.gather(flat, bufs, dst=0))
         if not self.leader:
-            if own.numel():
-                self._collective("sending to rank 0", lambda: dist.send(own, dst=0))
             return None
-        out = [tensor]
-        for r in range(1, self.size):
-            buf = torch.empty(shapes[r], dtype=tensor.dtype, device=self.device)
-            if buf.numel():
-                self._collective(f"receiving from rank {r}", lambda b=buf, r=r: dist.recv(b, src=r))
-            out.append(buf.to(tensor.device))
-        return out
+        return [b[:n].reshape(shape).to(tensor.device) for b, n, shape in zip(bufs, counts, shapes)]
 
     def from_leader(self, tensor):
         """Rank 0's ``tensor`` on every rank, the shape and dtype that rank 0 gives (the
