@@ -505,3 +505,44 @@ def test_align_on_two_ranks_writes_what_one_process_writes(tmp_path):
     _same_files(one, two)
     for rank in ("rank 0/2", "rank 1/2"):
         assert proc.stderr.count(f"torchmsa: {rank}") == 2, proc.stderr  # PartTree, the pass
+
+
+SHARED_API_SCRIPT = """
+import os
+import torchmsa
+from torchmsa.errors import ArgumentError
+from torchmsa.synthetic import family
+
+rank = int(os.environ["RANK"])
+cfg = dict(device="cpu", mode="fast")
+same = family(40, 50, 7, indels=True)  # every rank: shared, one process's alignment
+got = torchmsa.align(same, **cfg)
+assert got.rows == torchmsa.align(same, distributed=False, **cfg).rows
+assert (got.metadata["rank"], got.metadata["world_size"]) == (rank, 2)
+own = family(40, 50, rank, indels=True)  # each rank its own: each aligns its own
+assert torchmsa.align(own, **cfg).rows == torchmsa.align(own, distributed=False, **cfg).rows
+try:
+    torchmsa.align(own, distributed=True, **cfg)
+except ArgumentError as exc:
+    print(f"rank {rank} refused: {'other sequences' in str(exc)}", flush=True)
+"""
+
+
+@needs_torchrun
+def test_align_under_torchrun_shares_only_what_every_rank_holds(tmp_path):
+    """``align`` under torchrun: ranks with the same input share it and return one process's
+    alignment; ranks with inputs of their own each align their own (``"auto"``), or are
+    refused (``distributed=True``) rather than mixing their parts."""
+    script = tmp_path / "shared.py"
+    script.write_text(SHARED_API_SCRIPT)
+    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", str(script)]
+    proc = subprocess.run(
+        cmd, env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr
+    # the ranks' lines may share a line of the merged output
+    assert proc.stdout.count("refused: True") == 2 and "False" not in proc.stdout
+    assert "rank 0 refused" in proc.stdout and "rank 1 refused" in proc.stdout
+    # one shared pass, logged by each rank: the same input's; the others were not shared
+    for rank in ("rank 0/2", "rank 1/2"):
+        assert proc.stderr.count(f"torchmsa: {rank}") == 1, proc.stderr

@@ -90,6 +90,7 @@ def align_many(
     first_trees: list | None = None,
     distributed: str | bool = "auto",
     _ranks=None,
+    _strict: bool = False,
 ) -> list[Alignment]:
     """Align many independent sequence sets in shared batches (one result per input).
 
@@ -116,7 +117,9 @@ def align_many(
     different inputs each align their own, as without ``torchrun``.
 
     ``_ranks`` (internal, :func:`align` under ``torchrun``): a session whose ranks share each
-    job's PartTree and progressive passes; every rank returns the same alignments.
+    job's PartTree and progressive passes; every rank returns the same alignments. Ranks that
+    hold different inputs or configurations each align their own (``_strict``: raise
+    :class:`~torchmsa.errors.ArgumentError` instead).
     """
     # the call as given, for each rank's share (apply_shortcuts replaces `config` below)
     same = {"config": config, "mode": mode, "matrix": matrix, "gap_open": gap_open}
@@ -160,6 +163,8 @@ def align_many(
         jobs = prepare_jobs(
             inputs, seqtype, dev, host_small, config=config, policy=policy, budget=budget
         )
+        if _ranks is not None:
+            _ranks = _shared_ranks(_ranks, jobs, config, strict=_strict)
         firsts = _first_trees(first_trees, jobs)
         bar = ProgressBar(progress_steps(jobs, given is not None), progress)
         results: list = [None] * len(jobs)
@@ -268,8 +273,10 @@ def align(
             several, the ranks share the work of one large alignment (PartTree's groups and
             the progressive pass's subtrees, decision 0068), each on its own GPU; every rank
             must call with the same input and gets the same alignment, the one a single
-            process makes (``metadata`` adds ``rank`` and ``world_size``). ``True``: always
-            through ``torch.distributed``; ``False``: in this process alone.
+            process makes (``metadata`` adds ``rank`` and ``world_size``); ranks that hold
+            different inputs each align their own. ``True``: always through
+            ``torch.distributed``, and different inputs raise :class:`ArgumentError`;
+            ``False``: in this process alone.
 
     Returns:
         An :class:`~torchmsa.alignment.Alignment`, rows in input order (in guide-tree
@@ -297,6 +304,7 @@ def align(
             reorder=reorder,
             distributed=False,
             _ranks=ranks,
+            _strict=distributed is True,
         )[0]
 
     world = wanted(distributed)
@@ -392,6 +400,23 @@ def _assemble(job: Job, codes, guide, extra, backend, config, common) -> Alignme
     codes, guide = restore(codes, job.copies), restore_tree(guide, job.copies)
     weights = None if guide is None else torch.as_tensor(guide.weights(), dtype=torch.float64)
     return Alignment(b.names, b.descriptions, b.residues, codes, b.alphabet, guide, weights, meta)
+
+
+def _shared_ranks(ranks, jobs: list[Job], config, strict: bool):
+    """``ranks`` when every rank holds the same jobs under the same configuration
+    (:func:`~torchmsa.distributed.same_input.held_alike`), else ``None`` (each rank aligns
+    its own), or with ``strict`` an :class:`ArgumentError`."""
+    from torchmsa.distributed.same_input import held_alike
+
+    if held_alike(ranks, [job.batch for job in jobs], describe(config)):
+        return ranks
+    if strict:
+        raise ArgumentError(
+            f"distributed=True, but {ranks.tag} holds other sequences or settings than another "
+            "rank; every rank must pass the same input and arguments to share one alignment "
+            "(or pass distributed=False to align each rank's own)"
+        )
+    return None
 
 
 def _given(tree, job: Job):
