@@ -307,6 +307,15 @@ def _same_files(a: Path, b: Path) -> None:
         assert (b / p.name).read_bytes() == p.read_bytes(), p.name
 
 
+def _two_ranks(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    """``torchrun --standalone --nproc-per-node 2 ARGV`` (a script, or ``-m torchmsa ...``)
+    run to its end, output captured."""
+    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", *argv]
+    return subprocess.run(
+        cmd, env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def _two_nodes(argv: list[str], env: dict, timeout: float = 120) -> list:
     """Two torchrun "nodes" on this host (c10d rendezvous on localhost): node 0 hosts the
     store. ``argv`` follows the launcher's options. Returns both finished processes."""
@@ -345,11 +354,8 @@ def test_batch_on_two_ranks_writes_what_one_process_writes_and_reports_the_bad_f
     families, tmp_path
 ):
     out = tmp_path / "out"
-    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", "-m", "torchmsa", "batch"]
-    cmd += [str(families["with_bad"]), "-o", str(out), "--cpu-workers", "0", "--device", "cpu"]
-    proc = subprocess.run(
-        cmd, env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+    args = [str(families["with_bad"]), "-o", str(out), "--cpu-workers", "0", "--device", "cpu"]
+    proc = _two_ranks(["-m", "torchmsa", "batch", *args])
     err = proc.stderr
     assert proc.returncode == 1, err
     _same_files(families["single"], out)
@@ -412,10 +418,7 @@ sys.stdout.flush()
 def test_align_many_under_torchrun_returns_the_whole_list_on_every_rank(tmp_path):
     script = tmp_path / "api.py"
     script.write_text(API_SCRIPT)
-    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", str(script)]
-    proc = subprocess.run(
-        cmd, env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+    proc = _two_ranks([str(script)])
     assert proc.returncode == 0, proc.stderr
     assert sorted(proc.stdout.split("\n")[:-1]) == ["rank 0 ok", "rank 1 ok"]
 
@@ -455,10 +458,7 @@ def test_local_on_two_ranks_writes_what_one_process_writes(tmp_path):
     one = tmp_path / "one.tsv"
     assert main([*args, "-o", str(one), "--distributed", "off"]) == 0
     two = tmp_path / "two.tsv"
-    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", "-m", "torchmsa", *args, "-o"]
-    proc = subprocess.run(
-        [*cmd, str(two)], env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+    proc = _two_ranks(["-m", "torchmsa", *args, "-o", str(two)])
     assert proc.returncode == 0, proc.stderr
     assert two.read_bytes() == one.read_bytes()
     rows = one.read_text().splitlines()[1:]
@@ -496,11 +496,8 @@ def test_align_on_two_ranks_writes_what_one_process_writes(tmp_path):
     two.mkdir()
     out = ["-o", str(one / "aln.fa"), "--tree-out", str(one / "tree.nwk")]
     assert main([*args, *out, "--distributed", "off"]) == 0
-    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", "-m", "torchmsa", *args]
-    cmd += ["-o", str(two / "aln.fa"), "--tree-out", str(two / "tree.nwk")]
-    proc = subprocess.run(
-        cmd, env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=180
-    )
+    out = ["-o", str(two / "aln.fa"), "--tree-out", str(two / "tree.nwk")]
+    proc = _two_ranks(["-m", "torchmsa", *args, *out], timeout=180)
     assert proc.returncode == 0, proc.stderr
     _same_files(one, two)
     for rank in ("rank 0/2", "rank 1/2"):
@@ -535,10 +532,7 @@ def test_align_under_torchrun_shares_only_what_every_rank_holds(tmp_path):
     refused (``distributed=True``) rather than mixing their parts."""
     script = tmp_path / "shared.py"
     script.write_text(SHARED_API_SCRIPT)
-    cmd = LAUNCHER + ["--standalone", "--nproc-per-node", "2", str(script)]
-    proc = subprocess.run(
-        cmd, env=_child_env(), cwd=ROOT, capture_output=True, text=True, timeout=180
-    )
+    proc = _two_ranks([str(script)], timeout=180)
     assert proc.returncode == 0, proc.stderr
     # the ranks' lines may share a line of the merged output
     assert proc.stdout.count("refused: True") == 2 and "False" not in proc.stdout

@@ -57,27 +57,16 @@ def _stages(cases, mode, device) -> dict[str, float]:
 
 def _profile(seqs, mode, device, policy, rows: int) -> None:
     """One align of ``seqs`` under cProfile, then under ``torch.profiler`` where CUDA is."""
-    import cProfile
-    import io
-    import pstats
-
     import torch
 
     import torchmsa
+    from benchmarks.probes import cprofiled
 
     def sync():
         if torch.cuda.is_available():
             torch.cuda.synchronize()
 
-    prof = cProfile.Profile()
-    prof.enable()
-    torchmsa.align(seqs, mode=mode, device=device, policy=policy)
-    sync()
-    prof.disable()
-    for key in ("tottime", "cumtime"):
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats(key).print_stats(rows)
-        print(out.getvalue())
+    cprofiled(lambda: torchmsa.align(seqs, mode=mode, device=device, policy=policy), rows, sync)
     if not torch.cuda.is_available():
         return
     from torch.profiler import ProfilerActivity, profile

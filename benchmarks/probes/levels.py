@@ -161,20 +161,10 @@ def main(argv=None) -> int:
 
 def _cprofiled(call, rows: int, rec: Recorder) -> None:
     """One more call under cProfile: the functions by their own and by cumulative time."""
-    import cProfile
-    import io
-    import pstats
+    from benchmarks.probes import cprofiled
 
     rec.on = False
-    prof = cProfile.Profile()
-    prof.enable()
-    call()
-    _sync()
-    prof.disable()
-    for key in ("tottime", "cumtime"):
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats(key).print_stats(rows)
-        print(out.getvalue())
+    cprofiled(call, rows, _sync)
 
 
 if __name__ == "__main__":

@@ -20,14 +20,15 @@ about 1.5 on the CPU and 2 on the GPU for 50 to 2,000 sequences of 100 to 500 re
 The model only orders the families and sizes the chunks that the ranks claim
 (:func:`torchmsa.distributed.claims.guided`); the results never depend on it, and its errors
 no longer decide how long the slowest rank runs (decision 0063: shares fixed by it in
-advance, LPT, left 4 ranks 1.22 times apart).
+advance, LPT, left 4 ranks 1.22 times apart). Within one shared job, where every rank must
+know every share without a meeting, the parts are dealt by :func:`deal`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["cost_rule", "family_cost", "text_shape"]
+__all__ = ["cost_rule", "deal", "family_cost", "text_shape"]
 
 
 def family_cost(n: int, longest: int, mode: str, tree: str = "upgma_mafft") -> float:
@@ -97,3 +98,20 @@ def text_shape(text: str) -> tuple[int, int]:
     except Exception:  # noqa: BLE001 - the owner rank reports the error when it aligns
         return 0, 0
     return len(records), max((len(r.seq) for r in records), default=0)
+
+
+def deal(costs: list[int], size: int) -> list[int]:
+    """Each item's rank: costliest first (ties by index), to the least loaded rank (ties to
+    the lowest): the LPT deal of one shared job's groups and subtrees (decision 0068), where
+    every rank must compute the same shares without a meeting.
+
+    >>> deal([5, 3, 3, 1], 2)
+    [0, 1, 1, 0]
+    """
+    load = [0] * size
+    out = [0] * len(costs)
+    for i in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
+        r = min(range(size), key=lambda k: (load[k], k))
+        out[i] = r
+        load[r] += costs[i]
+    return out

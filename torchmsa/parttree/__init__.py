@@ -162,9 +162,17 @@ class Grow:
         self.n_ref, self.n_far, self.leaf_size = n_ref, n_far, leaf_size
         self.linkage, self.merge, self.seed = linkage, merge, seed
 
-    def run(self, groups: list[np.ndarray], frontier: list[int], defer: int | None = None):
+    def run(
+        self,
+        groups: list[np.ndarray],
+        frontier: list[int],
+        defer: int | None = None,
+        split_big=None,
+    ):
         """Splits the groups of ``frontier`` (ids into ``groups``, which grows) until every
-        group is small; a group of at most ``defer`` members is left as it is.
+        group is small; a group of at most ``defer`` members is left as it is. ``split_big``:
+        what splits a round's large groups (default :meth:`split_big`; ranks that share the
+        members pass :meth:`torchmsa.parttree.shared.RowsGrow.split_big`).
 
         Returns:
             ``(splits, small, deferred)``: ``{g: (reference tree, child ids)}``,
@@ -183,7 +191,7 @@ class Grow:
             trees = leaf_trees(counts, [groups[g] for g in leaf], sc, self.linkage)
             small.update(zip(leaf, trees))
             frontier = []
-            self.split_big(groups, big, splits, small, frontier)
+            (split_big or self.split_big)(groups, big, splits, small, frontier)
         return splits, small, deferred
 
     def split_big(self, groups, big, splits, small, frontier) -> None:

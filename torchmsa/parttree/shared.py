@@ -25,9 +25,10 @@ import time
 import numpy as np
 
 from torchmsa.cpu import tree as cpu_tree
+from torchmsa.distributed.partition import deal
 from torchmsa.parttree.split import add_children, flat_children, merge_close, nearest, random_refs
 
-__all__ = ["RowsGrow", "deal", "grow_over_ranks", "records", "replay"]
+__all__ = ["RowsGrow", "grow_over_ranks", "records", "replay"]
 
 WORK_SHARE = 4  # work groups of at most N / (WORK_SHARE * R) members
 
@@ -39,7 +40,8 @@ def grow_over_ranks(grow, root: np.ndarray, ranks):
     t0 = time.perf_counter()
     groups = [root]
     cap = max(grow.leaf_size, -(-len(root) // (WORK_SHARE * ranks.size)))
-    splits, small, work = RowsGrow(grow, ranks).run(groups, [0] if len(root) else [], defer=cap)
+    rows = RowsGrow(grow, ranks).split_big
+    splits, small, work = grow.run(groups, [0] if len(root) else [], defer=cap, split_big=rows)
     dealt = deal([len(groups[w]) for w in work], ranks.size)
     own = [groups[w] for w, r in zip(work, dealt) if r == ranks.rank]
     count, members = len(own), sum(map(len, own))
@@ -60,24 +62,16 @@ def grow_over_ranks(grow, root: np.ndarray, ranks):
 
 
 class RowsGrow:
-    """The splitting loop of ``grow`` (:class:`~torchmsa.parttree.Grow`) with each large
-    group's members shared by rows: rank ``r`` counts and labels the ``r``-th contiguous
-    share of every group against its references, and the ranks meet once per
+    """What :meth:`~torchmsa.parttree.Grow.run` calls as ``split_big`` to split the large
+    groups with their members shared by rows: rank ``r`` counts and labels the ``r``-th
+    contiguous share of every group against its references, and the ranks meet once per
     farthest-point round (each rank's best candidate: the farthest, the first among equals)
-    and twice per split (the members' references and the references' own rows; then
-    whether each child is flat). Every rank ends with one process's splits."""
+    and twice per split (the members' references and the references' own rows; then whether
+    each child is flat). Every rank ends with one process's splits."""
 
     def __init__(self, grow, ranks):
         self.grow, self.ranks = grow, ranks
-
-    def run(self, groups, frontier, defer=None):
-        grow = self.grow
-        inner = grow.split_big
-        grow.split_big = self.split_big
-        try:
-            return grow.run(groups, frontier, defer)
-        finally:
-            grow.split_big = inner
+        self.counts, self.sc = grow.counts, grow.sc
 
     def _rows(self, m: np.ndarray) -> tuple[int, int]:
         size, rank = self.ranks.size, self.ranks.rank
@@ -85,13 +79,13 @@ class RowsGrow:
 
     def split_big(self, groups, big, splits, small, frontier) -> None:
         """:meth:`~torchmsa.parttree.Grow.split_big`, on this rank's rows."""
-        g_ = self.grow
-        counts, sc, ranks = g_.counts, g_.sc, self.ranks
+        counts, sc, ranks = self.counts, self.sc, self.ranks
         ms = [groups[g] for g in big]
         rows = [self._rows(m) for m in ms]
         part = [m[lo:hi] for m, (lo, hi) in zip(ms, rows)]
         refs_of = [
-            random_refs(m, r, g_.n_ref, g_.seed) for m, r in zip(ms, self._farthest(ms, part))
+            random_refs(m, r, self.grow.n_ref, self.grow.seed)
+            for m, r in zip(ms, self._farthest(ms, part))
         ]
         tasks = [(i, (p, r)) for i, (p, r) in enumerate(zip(part, refs_of)) if len(p)]
         blocks: list = [np.zeros((0, len(r)), np.int64) for r in refs_of]
@@ -113,7 +107,7 @@ class RowsGrow:
                 d_at[got[i][1]] = got[i][2]
             own = np.concatenate([got[i][0] for got in found]).astype(np.int64)
             label, ref_tree = merge_close(
-                cpu_tree.linkage((d_at + d_at.T) / 2, g_.linkage), g_.merge
+                cpu_tree.linkage((d_at + d_at.T) / 2, self.grow.linkage), self.grow.merge
             )
             labels.append((label, ref_tree))
             owns.append(label[own])
@@ -133,11 +127,10 @@ class RowsGrow:
     def _farthest(self, ms, part) -> list[list[int]]:
         """Each group's longest member, then its farthest-point picks (``choose_refs``),
         every round's candidates gathered from the ranks' rows."""
-        g_ = self.grow
-        counts, sc = g_.counts, g_.sc
+        counts, sc = self.counts, self.sc
         refs = [[int(m[np.argmax(sc[m])])] for m in ms]
         near = [np.full(len(p), np.inf) for p in part]
-        want = [min(g_.n_far + 1, g_.n_ref, len(m)) for m in ms]
+        want = [min(self.grow.n_far + 1, self.grow.n_ref, len(m)) for m in ms]
         while todo := [i for i, m in enumerate(ms) if len(refs[i]) < want[i]]:
             live = [i for i in todo if len(part[i])]
             cols = counts.blocks([(part[i], np.array(refs[i][-1:])) for i in live])
@@ -154,18 +147,6 @@ class RowsGrow:
                 top = max(c[0] for c in cands)
                 refs[i].append(next(c[1] for c in cands if c[0] == top))
         return refs
-
-
-def deal(costs: list[int], size: int) -> list[int]:
-    """Each item's rank: costliest first (ties by index), to the least loaded rank (ties to
-    the lowest)."""
-    load = [0] * size
-    out = [0] * len(costs)
-    for i in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
-        r = min(range(size), key=lambda k: (load[k], k))
-        out[i] = r
-        load[r] += costs[i]
-    return out
 
 
 def _key(members: np.ndarray) -> tuple[int, int]:

@@ -286,7 +286,7 @@ def align(
         ArgumentError: an invalid argument, or a shortcut that ``config`` sets differently.
     """
 
-    def call(dev, ranks=None) -> Alignment:
+    def call(dev, policy, ranks=None) -> Alignment:
         return align_many(
             [seqs],
             config=config,
@@ -309,7 +309,7 @@ def align(
 
     world = wanted(distributed)
     if world is None:
-        return call(device)
+        return call(device, policy)
     from torchmsa.distributed.session import session
     from torchmsa.runtime import usable_cores
 
@@ -318,7 +318,7 @@ def align(
         policy = dataclasses.replace(policy, threads=max(1, usable_cores() // world.local_size))
 
     with session(world, device) as ranks:
-        out = call(ranks.device, ranks)
+        out = call(ranks.device, policy, ranks)
     out.metadata.update(rank=world.rank, world_size=world.size)
     return out
 

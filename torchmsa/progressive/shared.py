@@ -27,8 +27,8 @@ import time
 import numpy as np
 import torch
 
+from torchmsa.distributed.partition import deal
 from torchmsa.ops.backend import to_device
-from torchmsa.parttree.shared import deal
 from torchmsa.progressive.levels import assemble
 from torchmsa.progressive.nodes import ranges, upload
 
