@@ -484,8 +484,8 @@ def test_a_rank_that_dies_stops_the_others_with_a_clear_error(tmp_path):
 @needs_torchrun
 def test_align_on_two_ranks_writes_what_one_process_writes(tmp_path):
     """``torchmsa align`` under torchrun: PartTree's groups and the progressive pass shared by
-    two ranks (decision 0068); rank 0 writes one process's alignment and tree, and each rank
-    logs its share."""
+    two ranks (decision 0068); each rank writes its share of the alignment's rows and rank 0
+    the tree, the files one process writes, and each rank logs its shares."""
     seqs = family(90, 70, 1, indels=True) + family(70, 50, 2, indels=True)
     (tmp_path / "in.fa").write_text(_fasta(seqs))
     args = ["align", str(tmp_path / "in.fa"), "--device", "cpu", "--mode", "fast"]
@@ -501,7 +501,10 @@ def test_align_on_two_ranks_writes_what_one_process_writes(tmp_path):
     assert proc.returncode == 0, proc.stderr
     _same_files(one, two)
     for rank in ("rank 0/2", "rank 1/2"):
-        assert proc.stderr.count(f"torchmsa: {rank}") == 2, proc.stderr  # PartTree, the pass
+        # PartTree, the pass and the rows written
+        assert proc.stderr.count(f"torchmsa: {rank}") == 3, proc.stderr
+    wrote = [line.split("wrote rows ")[1] for line in proc.stderr.splitlines() if "wrote" in line]
+    assert sorted(w.split(" (")[0] for w in wrote) == ["0-80 of 160", "80-160 of 160"]
 
 
 SHARED_API_SCRIPT = """
@@ -516,8 +519,11 @@ same = family(40, 50, 7, indels=True)  # every rank: shared, one process's align
 got = torchmsa.align(same, **cfg)
 assert got.rows == torchmsa.align(same, distributed=False, **cfg).rows
 assert (got.metadata["rank"], got.metadata["world_size"]) == (rank, 2)
+assert got.metadata["ranks_alike"] is True
 own = family(40, 50, rank, indels=True)  # each rank its own: each aligns its own
-assert torchmsa.align(own, **cfg).rows == torchmsa.align(own, distributed=False, **cfg).rows
+mine = torchmsa.align(own, **cfg)
+assert mine.rows == torchmsa.align(own, distributed=False, **cfg).rows
+assert mine.metadata["ranks_alike"] is False
 try:
     torchmsa.align(own, distributed=True, **cfg)
 except ArgumentError as exc:

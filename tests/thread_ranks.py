@@ -1,6 +1,6 @@
 """Ranks that are threads of one process, for code that shares work over a session: what
 such code uses of :class:`~torchmsa.distributed.Session` (``rank``, ``size``, ``leader``,
-``tag``, ``say``, ``all_gather``, ``to_leader``, ``from_leader``),
+``tag``, ``say``, ``all_gather``, ``broadcast``, ``to_leader``, ``from_leader``),
 meeting at barriers. One rank computes at a time (numba's parallel functions must not be
 entered from two threads at once): a rank holds the process's lock except while it meets the
 others."""
@@ -66,6 +66,9 @@ class _Rank:
 
     def all_gather(self, obj) -> list:
         return self._swap(obj)
+
+    def broadcast(self, obj=None):
+        return self._swap(obj if self.leader else None)[0]
 
     def to_leader(self, tensor):
         got = self._swap(tensor.clone())

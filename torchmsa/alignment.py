@@ -189,25 +189,38 @@ class Alignment:
         lengths = np.fromiter(map(len, self._residues), np.int64, len(self._residues))
         return gapped_lines(self.codes.cpu().numpy(), self.alphabet.gap_code, flat, lengths)
 
-    def fasta_bytes(self) -> bytes:
+    def fasta_bytes(self, rows: slice | None = None) -> bytes:
         """The alignment as FASTA in UTF-8: the bytes of ``format("fasta")``, made without a
-        string per row (what ``torchmsa align`` writes; 10^6 rows in a few seconds)."""
+        string per row (what ``torchmsa align`` writes; 10^6 rows in a few seconds).
+
+        Arguments:
+            rows: only these rows' records (a slice of step 1): consecutive slices' bytes
+                put together are the whole file's (the ranks of a distributed run each
+                write their share).
+        """
         from torchmsa.cpu.lines import fasta_file
         from torchmsa.runtime import usable_cores
 
-        io.check_writable(self.names, self.descriptions, "fasta")
+        lo, hi, step = (rows or slice(None)).indices(len(self.names))
+        if step != 1:
+            raise ArgumentError(f"Invalid value for `rows` argument: {rows!r}; give a step of 1")
+        names, descriptions = self.names[lo:hi], self.descriptions[lo:hi]
+        io.check_writable(names, descriptions, "fasta")
         if not self.names:
             raise EmptyInputError("no rows to write as fasta")
+        if hi <= lo:
+            return b""
         with bulk():
-            texts = list(map(header, self.names, self.descriptions))
+            texts = list(map(header, names, descriptions))
         joined = "".join(texts)
         if joined.isascii():
             sizes = np.fromiter(map(len, texts), np.int64, len(texts))
         else:  # UTF-8 headers: their lengths in bytes
             sizes = np.fromiter((len(t.encode()) for t in texts), np.int64, len(texts))
-        letters = "".join(self._residues).encode("ascii")
-        lengths = np.fromiter(map(len, self._residues), np.int64, len(self._residues))
-        codes = self.codes.cpu().numpy()
+        residues = self._residues[lo:hi]
+        letters = "".join(residues).encode("ascii")
+        lengths = np.fromiter(map(len, residues), np.int64, len(residues))
+        codes = self.codes[lo:hi].cpu().numpy()
         threads = usable_cores() if codes.size >= 1 << 22 else 1
         gap = self.alphabet.gap_code
         return fasta_file(codes, gap, letters, lengths, joined.encode(), sizes, threads)

@@ -16,6 +16,7 @@ from torchmsa.cli.merge import (
     merge_files,
     policy_of,
     progress_of,
+    summary,
     timed,
     write,
 )
@@ -199,14 +200,18 @@ def run(args) -> int:
         ),
     )
     marks["aligned"] = time.time()
+    shares = _in_shares(aln, args)
+    if shares:  # every rank holds the alignment and writes its share of the rows
+        _write_shares(aln, args)
     if aln.metadata.get("rank", 0) != 0:
         _say_marks(args, marks)
-        return 0  # under torchrun every rank holds the alignment; rank 0 writes it
+        return 0  # under torchrun, rank 0 writes the rest
     if args.tree_out:
         emit(_newick(aln) + "\n", args.tree_out)
     if args.distout:
         emit(_distances(source, aln, config, args), args.distout)
-    write(aln, args)
+    if not shares:
+        write(aln, args)
     _say_marks(args, marks)
     from torchmsa.compile_later import compile_later
 
@@ -220,6 +225,29 @@ def run(args) -> int:
         if m["config"]:
             print(f"torchmsa: config {m['config']}", file=sys.stderr)
     return 0
+
+
+def _in_shares(aln, args) -> bool:
+    """Whether the ranks write the output together (:mod:`torchmsa.distributed.write`):
+    several ranks hold this alignment alike and it goes to a FASTA file, uncompressed."""
+    from torchmsa.io import output_format
+
+    if aln.metadata.get("world_size", 1) < 2 or not aln.metadata.get("ranks_alike"):
+        return False
+    fmt = args.format or output_format(args.output)
+    return fmt == "fasta" and args.output != "-" and not args.output.endswith(".gz")
+
+
+def _write_shares(aln, args) -> None:
+    """Every rank its share of the output's rows, in a session of the ranks that aligned."""
+    from torchmsa.distributed.session import session
+    from torchmsa.distributed.world import wanted
+    from torchmsa.distributed.write import write_fasta
+
+    with session(wanted(True), args.device) as ranks:
+        write_fasta(aln, args.output, ranks)
+    if aln.metadata.get("rank", 0) == 0:
+        summary(aln, args)
 
 
 def _say_marks(args, marks: dict) -> None:

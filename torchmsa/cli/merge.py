@@ -18,6 +18,7 @@ __all__ = [
     "merge_files",
     "policy_of",
     "progress_of",
+    "summary",
     "timed",
     "write",
 ]
@@ -124,6 +125,11 @@ def write(aln, args) -> None:
         emit(aln.fasta_bytes(), args.output)
     else:
         emit(aln.format(fmt, query=args.query), args.output)
+    summary(aln, args)
+
+
+def summary(aln, args) -> None:
+    """With ``-v``: one line on what was aligned, how and in how long."""
     if args.verbose:
         m = aln.metadata
         print(

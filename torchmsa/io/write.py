@@ -26,6 +26,7 @@ from torchmsa.records import bulk, header
 __all__ = [
     "a3m_rows",
     "check_writable",
+    "Replacement",
     "format_alignment",
     "write_alignment",
     "write_encoded",
@@ -254,25 +255,53 @@ def write_file(path: str | os.PathLike, data: bytes) -> None:
     Raises:
         OSError: the folder does not exist or cannot be written.
     """
-    real = os.path.realpath(os.path.expanduser(os.fspath(path)))
-    try:
-        old = os.stat(real)
-    except OSError:
-        old = None
-    if old is not None and not stat.S_ISREG(old.st_mode):
-        with open(real, "wb") as fh:
+    target = Replacement(path)
+    if target.tmp is None:
+        with open(target.real, "wb") as fh:
             fh.write(data)
         return
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", dir=os.path.dirname(real))
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(target.tmp, "wb") as fh:
             fh.write(data)
-        os.chmod(tmp, stat.S_IMODE(old.st_mode) if old else 0o666 & ~_umask())
-        os.replace(tmp, real)
+        target.commit()
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        target.discard()
         raise
+
+
+class Replacement:
+    """The steps of :func:`write_file` apart, for writers that fill the file in parts (the
+    ranks of a distributed run, each at its own offset): an empty temporary file ``tmp``
+    beside ``path`` (a symbolic link followed), which :meth:`commit` renames over it with
+    its permissions (or the umask's for a new file) and :meth:`discard` removes. Where
+    ``path`` exists and is not a regular file (a device, a pipe), ``tmp`` is ``None`` and
+    the caller writes ``real`` directly.
+
+    Raises:
+        OSError: the folder does not exist or cannot be written.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.real = os.path.realpath(os.path.expanduser(os.fspath(path)))
+        try:
+            self.old = os.stat(self.real)
+        except OSError:
+            self.old = None
+        self.tmp: str | None = None
+        if self.old is not None and not stat.S_ISREG(self.old.st_mode):
+            return
+        folder, name = os.path.dirname(self.real), os.path.basename(self.real)
+        fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+        os.close(fd)
+
+    def commit(self) -> None:
+        os.chmod(self.tmp, stat.S_IMODE(self.old.st_mode) if self.old else 0o666 & ~_umask())
+        os.replace(self.tmp, self.real)
+
+    def discard(self) -> None:
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
 
 
 def write_stdout(text: str | bytes) -> None:

@@ -163,8 +163,10 @@ def align_many(
         jobs = prepare_jobs(
             inputs, seqtype, dev, host_small, config=config, policy=policy, budget=budget
         )
+        alike = None  # under ranks: whether every rank holds (and returns) these alignments
         if _ranks is not None:
             _ranks = _shared_ranks(_ranks, jobs, config, strict=_strict)
+            alike = _ranks is not None
         firsts = _first_trees(first_trees, jobs)
         bar = ProgressBar(progress_steps(jobs, given is not None), progress)
         results: list = [None] * len(jobs)
@@ -212,6 +214,8 @@ def align_many(
                 "config": describe(config),
                 "policy": describe(policy),
             }
+            if alike is not None:
+                common["ranks_alike"] = alike
             out = [
                 _assemble(job, *result, impl if job.place == dev else "cpu", config, common)
                 for job, result in zip(jobs, results)
@@ -273,8 +277,9 @@ def align(
             several, the ranks share the work of one large alignment (PartTree's groups and
             the progressive pass's subtrees, decision 0068), each on its own GPU; every rank
             must call with the same input and gets the same alignment, the one a single
-            process makes (``metadata`` adds ``rank`` and ``world_size``); ranks that hold
-            different inputs each align their own. ``True``: always through
+            process makes (``metadata`` adds ``rank``, ``world_size`` and ``ranks_alike``,
+            whether every rank holds this alignment); ranks that hold different inputs each
+            align their own. ``True``: always through
             ``torch.distributed``, and different inputs raise :class:`ArgumentError`;
             ``False``: in this process alone.
 
