@@ -26,6 +26,7 @@ from torchmsa.errors import (
     ResourceError,
 )
 from torchmsa.ops import local as ops_local
+from torchmsa.ops import local_strips
 from torchmsa.ops.local import LocalPlan, local_topk, local_topk_codes
 from torchmsa.ops.local_strips import StripDP, plan_layout
 from torchmsa.scoring import get_scoring
@@ -277,11 +278,14 @@ def _forbidden_pairs(hits):
     return pairs
 
 
+@pytest.mark.parametrize("fused", [1, 0], ids=["fused", "two-launches"])
 @pytest.mark.parametrize("sequential", [True, False], ids=["sequential", "ranges"])
 @pytest.mark.parametrize("plan", PLANS[:5], ids=lambda p: repr(p))
-def test_recompute_equals_a_fresh_fill(sequential, plan):
+def test_recompute_equals_a_fresh_fill(sequential, plan, fused, monkeypatch):
     """After each hit, the recomputed store equals a first pass with the same forbidden pairs,
-    for the CPU's strip-by-strip refill and for the ranges cut into segments (the GPU's)."""
+    for the CPU's strip-by-strip refill and for the ranges cut into segments (the GPU's), their
+    warm-ups in the same launch through a buffer or in a launch before (``FUSED_CHUNKS``)."""
+    monkeypatch.setattr(local_strips, "FUSED_CHUNKS", fused)
     rng = np.random.default_rng(len(repr(plan)))
     unit = "".join(rng.choice(list("ACGT"), 12))
     q = _codes(unit + "GATTACA", DNA)
@@ -312,9 +316,11 @@ def _fake_triton(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
 
 
+@pytest.mark.parametrize("fused", [1, 0], ids=["fused", "two-launches"])
 @pytest.mark.parametrize("gaps", [(10, 1), (1, 1), (2, 2)], ids=lambda g: f"go{g[0]}-ge{g[1]}")
-def test_ranges_recomputation_matches_oracle(monkeypatch, gaps):
+def test_ranges_recomputation_matches_oracle(monkeypatch, gaps, fused):
     _fake_triton(monkeypatch)
+    monkeypatch.setattr(local_strips, "FUSED_CHUNKS", fused)
     rng = np.random.default_rng(list(gaps))
     mat = get_scoring("dna").matrix
     for t in range(6):

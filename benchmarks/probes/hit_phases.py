@@ -5,6 +5,12 @@ first pass, finding the best cell, the traceback, forbidding the pairs and the r
 the strip-fill launches and host copies they made.
 
     python -m benchmarks.probes.hit_phases [--n 10240] [--m 1e8] [--k 100] [--cprofile 30]
+        [--configs fused:16,two:16]
+
+``--configs``: one timed call per entry, ``fused`` or ``two`` (a refill's warm-ups in its
+launch or in one before, ``local_strips.FUSED_CHUNKS``) and the Triton kernel's steps
+between a pass's synchronisations in launches of few segments (``SYNC_FEW``); each call's
+hits must equal the first call's.
 """
 
 from __future__ import annotations
@@ -56,7 +62,8 @@ def main(argv=None) -> int:
     ap.add_argument("--m", type=float, default=1e8)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--cprofile", type=int, default=0, help="print the top N of a third call")
+    ap.add_argument("--cprofile", type=int, default=0, help="print the top N of a last call")
+    ap.add_argument("--configs", default="fused:16", help="fused|two:SYNC_FEW, comma list")
     args = ap.parse_args(argv)
     from torchmsa.alphabet import PROTEIN, encode
     from torchmsa.cpu import strip as cpu_strip
@@ -70,7 +77,7 @@ def main(argv=None) -> int:
     q = torch.from_numpy(encode(p.query, PROTEIN)[0]).to(dev)
     s = torch.from_numpy(encode(p.subject, PROTEIN)[0]).to(dev)
     t0 = time.perf_counter()
-    local_topk_codes(q, s, mat, 10, 1, k=args.k)
+    want = local_topk_codes(q, s, mat, 10, 1, k=args.k)
     first = time.perf_counter() - t0
     clock = Clock(dev)
     dp_cls, tracer = local_strips.StripDP, local_hits.Tracer
@@ -88,25 +95,37 @@ def main(argv=None) -> int:
         (cpu_strip, "rect_first_row", "rect_first_row"),
     ]:
         clock.wrap(owner, name, label)
-    torch.cuda.synchronize(dev) if dev.type == "cuda" else None
-    t0 = time.perf_counter()
-    hits = local_topk_codes(q, s, mat, 10, 1, k=args.k)
-    whole = time.perf_counter() - t0
-    lengths = (hits.query_end - hits.query_start).numpy()
-    out = {
-        "n": args.n,
-        "m": int(args.m),
-        "k": args.k,
-        "first_call_s": round(first, 3),
-        "timed_call_s": round(whole, 3),
-        "hits": int(hits.score.numel()),
-        "refilled": int(hits.refilled),
-        "hit_query_len_median": float(np.median(lengths)) if lengths.size else 0.0,
-        "phases": {
-            k: {"s": round(v, 4), "calls": clock.calls[k]} for k, v in clock.seconds.items()
-        },
-    }
-    print(json.dumps(out), flush=True)
+    for config in args.configs.split(","):
+        how, sync = config.split(":")
+        local_strips.FUSED_CHUNKS = 1 if how == "fused" else 0
+        if dev.type == "cuda":
+            from torchmsa._triton import strip as triton_strip
+
+            triton_strip.SYNC_FEW = int(sync)
+            torch.cuda.synchronize(dev)
+        clock.seconds.clear()
+        clock.calls.clear()
+        t0 = time.perf_counter()
+        hits = local_topk_codes(q, s, mat, 10, 1, k=args.k)
+        whole = time.perf_counter() - t0
+        same = all(torch.equal(x, y) for x, y in zip(hits[:7], want[:7]))
+        lengths = (hits.query_end - hits.query_start).numpy()
+        out = {
+            "config": config,
+            "n": args.n,
+            "m": int(args.m),
+            "k": args.k,
+            "first_call_s": round(first, 3),
+            "timed_call_s": round(whole, 3),
+            "same_hits": same,
+            "hits": int(hits.score.numel()),
+            "refilled": int(hits.refilled),
+            "hit_query_len_median": float(np.median(lengths)) if lengths.size else 0.0,
+            "phases": {
+                k: {"s": round(v, 4), "calls": clock.calls[k]} for k, v in clock.seconds.items()
+            },
+        }
+        print(json.dumps(out), flush=True)
     if args.cprofile:
         prof = cProfile.Profile()
         prof.enable()

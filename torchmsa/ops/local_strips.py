@@ -29,6 +29,9 @@ W_MAX = 1 << 16  # the widest strip the automatic choice takes before giving up
 WARMUP_COLUMNS = 1024  # warm-up of a segment after the first: random sequence forgets far sooner
 CKPT_SHARE = 0.25  # of the budget the automatic strip width aims to stay within
 CHUNK_MIN = 64  # strips a refill launch may hold at once
+# segments of at most FUSED_CHUNKS refill chunks' strips, warm-ups included, are filled in one
+# launch through a buffer (decision 0070); larger ones (the first pass) in two, in place
+FUSED_CHUNKS = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -266,6 +269,41 @@ class StripDP:
         warm = np.minimum(self.plan.warmup, a - a[0])
         inp[torch.as_tensor(warm < a - a[0], device=dev)] = self.zero
         w = np.flatnonzero(warm)
+        if int((b - a + warm).sum()) <= self.chunk * FUSED_CHUNKS:
+            inp = self._fused(a, b, inp, warm)
+        else:
+            self._unfused(a, b, inp, warm, w)
+        return self._fix_ups(a, b, inp)
+
+    def _fused(self, a, b, inp, warm) -> torch.Tensor:
+        """Segments ``a[c] .. b[c] - 1`` and their warm-ups in one launch, into a buffer whose
+        own strips are then copied to the store (a refill's range: its critical path is one
+        launch's); returns each segment's input column as filled."""
+        dev, lo, n1 = inp.device, self.lo, self.n + 1
+        rows = b - a + warm
+        slot = np.concatenate([[0], np.cumsum(rows)[:-1]])
+        sck = torch.empty((int(rows.sum()), 4, n1), dtype=torch.int32, device=dev)
+        sbest = torch.empty((sck.shape[0], 4), dtype=torch.int32, device=dev)
+        self._fill(a - warm, b, inp, slot, sck, sbest)
+        own = np.concatenate([s + w + np.arange(n) for s, w, n in zip(slot, warm, b - a)])
+        dst = np.concatenate([np.arange(x, y) for x, y in zip(a, b)]) - lo
+        own_t, dst_t = (torch.as_tensor(x, device=dev) for x in (own, dst))
+        self.ckpt.index_copy_(0, dst_t, sck.index_select(0, own_t))
+        best = sbest.index_select(0, own_t)
+        self.best.index_copy_(0, dst_t, best)
+        self.best_host[dst] = best.cpu().numpy()
+        w = np.flatnonzero(warm)
+        if w.size:  # a warmed segment starts from its last warm-up strip's column
+            inp = inp.clone()
+            inp[torch.as_tensor(w, device=dev)] = sck[
+                torch.as_tensor(slot[w] + warm[w] - 1, device=dev)
+            ]
+        return inp
+
+    def _unfused(self, a, b, inp, warm, w) -> None:
+        """The warm-ups in one launch, then the segments from their columns, straight into
+        the store (the first pass: a buffer of every strip would double its memory)."""
+        dev = inp.device
         if w.size:
             wslot = np.concatenate([[0], np.cumsum(warm[w])[:-1]])
             wck = torch.empty((int(warm.sum()), 4, self.n + 1), dtype=torch.int32, device=dev)
@@ -276,6 +314,11 @@ class StripDP:
         lo = self.lo
         self._fill(a, b, inp, a - lo, self.ckpt, self.best)
         self.best_host[a[0] - lo : b[-1] - lo] = self.best[a[0] - lo : b[-1] - lo].cpu().numpy()
+
+    def _fix_ups(self, a, b, inp) -> int:
+        """Fix-up rounds until each segment's input column ``inp[c]`` equals the last
+        checkpoint of the segment before it; returns their count."""
+        dev, C, lo = inp.device, a.shape[0], self.lo
         rounds = 0
         while C > 1:
             prev = self.ckpt[torch.as_tensor(a[1:] - 1 - lo, device=dev)]  # [C - 1, 4, n + 1]
