@@ -5,12 +5,13 @@ first pass, finding the best cell, the traceback, forbidding the pairs and the r
 the strip-fill launches and host copies they made.
 
     python -m benchmarks.probes.hit_phases [--n 10240] [--m 1e8] [--k 100] [--cprofile 30]
-        [--configs fused:16,two:16]
+        [--configs fused:16,two:16] [--out DIR]
 
 ``--configs``: one timed call per entry, ``fused`` or ``two`` (a refill's warm-ups in its
 launch or in one before, ``local_strips.FUSED_CHUNKS``) and the Triton kernel's steps
 between a pass's synchronisations in launches of few segments (``SYNC_FEW``); each call's
-hits must equal the first call's.
+hits must equal the first call's. ``--out``: one row per configuration and phase appended to
+``DIR/hit_phases.csv`` (with the run's metadata).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from benchmarks.harness import append_rows, run_metadata
 from benchmarks.ssca import make_pair
 
 
@@ -56,6 +58,13 @@ class Clock:
         setattr(owner, name, timed)
 
 
+def rows(out: dict) -> list[dict]:
+    """One tidy row per phase of a configuration's printed result."""
+    head = {k: v for k, v in out.items() if k != "phases"}
+    return [{**head, "phase": k, "seconds": v["s"], "calls": v["calls"]} for k, v in
+            out["phases"].items()]  # fmt: skip
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=10240)
@@ -64,6 +73,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--cprofile", type=int, default=0, help="print the top N of a last call")
     ap.add_argument("--configs", default="fused:16", help="fused|two:SYNC_FEW, comma list")
+    ap.add_argument("--out", default=None, help="append rows to DIR/hit_phases.csv")
     args = ap.parse_args(argv)
     from torchmsa.alphabet import PROTEIN, encode
     from torchmsa.cpu import strip as cpu_strip
@@ -126,6 +136,8 @@ def main(argv=None) -> int:
             },
         }
         print(json.dumps(out), flush=True)
+        if args.out:
+            append_rows("hit_phases", rows(out), run_metadata(args.device, argv), args.out)
     if args.cprofile:
         prof = cProfile.Profile()
         prof.enable()
