@@ -4,14 +4,18 @@ call with the hit loop's pieces timed (each wrapped, the GPU synchronised around
 first pass, finding the best cell, the traceback, forbidding the pairs and the refills, with
 the strip-fill launches and host copies they made.
 
-    python -m benchmarks.probes.hit_phases [--n 10240] [--m 1e8] [--k 100] [--cprofile 30]
+    python -m benchmarks.probes.hit_phases [--qlen 10240] [--slen 1e8] [--topk 100] [--cprofile 30]
         [--configs fused:16,two:16] [--out DIR]
+    torchrun --standalone --nproc-per-node 2 -m benchmarks.probes.hit_phases --ranks ...
 
 ``--configs``: one timed call per entry, ``fused`` or ``two`` (a refill's warm-ups in its
 launch or in one before, ``local_strips.FUSED_CHUNKS``) and the Triton kernel's steps
 between a pass's synchronisations in launches of few segments (``SYNC_FEW``); each call's
 hits must equal the first call's. ``--out``: one row per configuration and phase appended to
-``DIR/hit_phases.csv`` (with the run's metadata).
+``DIR/hit_phases.csv`` (with the run's metadata). ``--ranks`` (under torchrun): every rank
+shares the strips (``ranks=`` a session on its own GPU) and prints its own phases, with the
+time spent in the ranks' meetings (``meetings``: ``Session.all_gather``, waiting for the
+slower rank included); rank 0 writes the rows.
 """
 
 from __future__ import annotations
@@ -67,13 +71,14 @@ def rows(out: dict) -> list[dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=10240)
-    ap.add_argument("--m", type=float, default=1e8)
-    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--qlen", type=int, default=10240, help="query residues")
+    ap.add_argument("--slen", type=float, default=1e8, help="subject residues")
+    ap.add_argument("--topk", type=int, default=100, help="hits")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--cprofile", type=int, default=0, help="print the top N of a last call")
     ap.add_argument("--configs", default="fused:16", help="fused|two:SYNC_FEW, comma list")
     ap.add_argument("--out", default=None, help="append rows to DIR/hit_phases.csv")
+    ap.add_argument("--ranks", action="store_true", help="this process is a torchrun rank")
     args = ap.parse_args(argv)
     from torchmsa.alphabet import PROTEIN, encode
     from torchmsa.cpu import strip as cpu_strip
@@ -81,15 +86,22 @@ def main(argv=None) -> int:
     from torchmsa.ops.local import local_topk_codes
     from torchmsa.scoring import get_scoring
 
-    dev = torch.device(args.device)
+    dev, ranks = torch.device(args.device), None
+    if args.ranks:
+        from torchmsa.distributed import World, session
+
+        ranks = session(World.from_env(), args.device).__enter__()
+        dev = ranks.device
     mat = get_scoring("protein").matrix
-    p = make_pair(args.n, int(args.m), planted=50, seed=0)
+    p = make_pair(args.qlen, int(args.slen), planted=50, seed=0)
     q = torch.from_numpy(encode(p.query, PROTEIN)[0]).to(dev)
     s = torch.from_numpy(encode(p.subject, PROTEIN)[0]).to(dev)
     t0 = time.perf_counter()
-    want = local_topk_codes(q, s, mat, 10, 1, k=args.k)
+    want = local_topk_codes(q, s, mat, 10, 1, k=args.topk, ranks=ranks)
     first = time.perf_counter() - t0
     clock = Clock(dev)
+    if ranks is not None:
+        clock.wrap(type(ranks), "all_gather", "meetings")
     dp_cls, tracer = local_strips.StripDP, local_hits.Tracer
     for owner, name, label in [
         (dp_cls, "first_pass", "first_pass"),
@@ -105,6 +117,7 @@ def main(argv=None) -> int:
         (cpu_strip, "rect_first_row", "rect_first_row"),
     ]:
         clock.wrap(owner, name, label)
+    meta, printed = run_metadata(str(dev), argv), []
     for config in args.configs.split(","):
         how, sync = config.split(":")
         local_strips.FUSED_CHUNKS = 1 if how == "fused" else 0
@@ -113,18 +126,22 @@ def main(argv=None) -> int:
 
             triton_strip.SYNC_FEW = int(sync)
             torch.cuda.synchronize(dev)
+        if ranks is not None:
+            ranks.all_gather(None)
         clock.seconds.clear()
         clock.calls.clear()
         t0 = time.perf_counter()
-        hits = local_topk_codes(q, s, mat, 10, 1, k=args.k)
+        hits = local_topk_codes(q, s, mat, 10, 1, k=args.topk, ranks=ranks)
         whole = time.perf_counter() - t0
         same = all(torch.equal(x, y) for x, y in zip(hits[:7], want[:7]))
         lengths = (hits.query_end - hits.query_start).numpy()
         out = {
             "config": config,
-            "n": args.n,
-            "m": int(args.m),
-            "k": args.k,
+            "rank": 0 if ranks is None else ranks.rank,
+            "world_size": 1 if ranks is None else ranks.size,
+            "n": args.qlen,
+            "m": int(args.slen),
+            "k": args.topk,
             "first_call_s": round(first, 3),
             "timed_call_s": round(whole, 3),
             "same_hits": same,
@@ -136,12 +153,20 @@ def main(argv=None) -> int:
             },
         }
         print(json.dumps(out), flush=True)
-        if args.out:
-            append_rows("hit_phases", rows(out), run_metadata(args.device, argv), args.out)
+        printed.append(out)
+        if args.out and (ranks is None or ranks.leader):
+            append_rows("hit_phases", rows(out), meta, args.out)
+    if ranks is not None:  # every rank's rows on rank 0 (the CSV's), then done
+        every = ranks.all_gather(printed)
+        if args.out and ranks.leader:
+            for other in every[1:]:
+                for out in other:
+                    append_rows("hit_phases", rows(out), meta, args.out)
+        return 0
     if args.cprofile:
         prof = cProfile.Profile()
         prof.enable()
-        local_topk_codes(q, s, mat, 10, 1, k=args.k)
+        local_topk_codes(q, s, mat, 10, 1, k=args.topk)
         prof.disable()
         pstats.Stats(prof).sort_stats("tottime").print_stats(args.cprofile)
     return 0
