@@ -110,3 +110,24 @@ def test_a_folder_that_does_not_exist_is_one_clear_error_on_every_rank(aln, tmp_
     ThreadRanks(2).run(work)
     assert len(raised) == 2 and len(set(raised)) == 1
     assert "cannot write" in raised[0] and "directory exists" in raised[0]
+
+
+def test_the_command_line_writes_in_shares_only_to_a_fasta_file(tmp_path):
+    """``torchmsa align`` under torchrun: every rank writes only a FASTA file, new or
+    regular, of an alignment the ranks hold alike; else rank 0 writes as one process does."""
+    from types import SimpleNamespace
+
+    from torchmsa.cli.align import _in_shares
+
+    def shares(output, fmt=None, **meta):
+        held = SimpleNamespace(metadata={"world_size": 2, "ranks_alike": True, **meta})
+        return _in_shares(held, SimpleNamespace(output=output, format=fmt))
+
+    (tmp_path / "old.fasta").write_text("x")
+    assert shares(str(tmp_path / "new.fasta")) and shares(str(tmp_path / "old.fasta"))
+    assert not shares(str(tmp_path / "new.aln"))  # Clustal
+    assert not shares(str(tmp_path / "new.fasta"), fmt="stockholm")
+    assert not shares(str(tmp_path / "new.fasta.gz")) and not shares("-")
+    assert not shares("/dev/null") and not shares(str(tmp_path))
+    assert not shares(str(tmp_path / "new.fasta"), ranks_alike=False)
+    assert not shares(str(tmp_path / "new.fasta"), world_size=1)
