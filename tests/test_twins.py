@@ -45,7 +45,7 @@ def test_twins_score_and_align_pairs_alike(monkeypatch):
     enc = torchmsa.encode_sequences(seqs, seqtype="protein")
     a, b = enc.codes[:3], enc.codes[3:]
     la, lb = enc.lengths[:3], enc.lengths[3:]
-    mat = torch.as_tensor(get_scoring(get_alphabet("protein")).matrix, dtype=torch.int32)
+    mat = torch.as_tensor(get_scoring(get_alphabet("protein")).matrix.copy(), dtype=torch.int32)
     got = {}
     for which in ("small", "parallel", "one-thread"):
         _force(monkeypatch, which)
