@@ -69,6 +69,41 @@ def test_fasta_reader_matches_biopython_on_awkward_text(tmp_path, seed):
     assert [r.description for r in records] == heads
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_two_line_records_are_read_as_the_general_split_reads_them(monkeypatch, seed):
+    """Files of one header line and one sequence line per record take one split at line
+    ends; the records equal the general parser's, and text that is not of that shape (a
+    wrapped sequence, an empty record, a blank line between records, a sequence line that
+    starts with '>') goes the general way."""
+    from torchmsa.io import read as tread
+
+    rng = random.Random(seed)
+    heads = ["a", "a b", "a\tb  ", "", ">>z", "q ;c", "dup", "dup"]
+    seqs = ["ACGT", "ac gt", "\tMKV\t", "", "M;K", "A>C", "*", "W Y"]
+    records = [(rng.choice(heads), rng.choice(seqs)) for _ in range(30)]
+    text = "".join(f">{h}\n{q}\n" for h, q in records)
+    text = text[:-1] if seed % 2 else text  # with and without the final line end
+
+    def general(text: str) -> list:
+        with monkeypatch.context() as m:
+            m.setattr(tread, "_two_line_records", lambda t: (None, None))
+            return as_tuples(tread._fasta_records(text))
+
+    want = general(text)
+    assert tread._two_line_records(text)[0] is not None
+    assert as_tuples(tread._fasta_records(text)) == want
+    assert len(want) == 30
+    for other in (
+        text.replace("\n", "\nMK\n", 1),  # a sequence in two lines
+        ">e\n" + text,  # an empty record first
+        text.replace("\n>", "\n\n>", 1),  # a blank line between records
+        text + "\n\n",  # blank lines at the end
+        ">a\n>b\n",  # a sequence line that is a header
+    ):
+        assert tread._two_line_records(other) == (None, None), other
+        assert as_tuples(tread._fasta_records(other)) == general(other)
+
+
 def test_non_ascii_residue_is_named_not_a_decoding_crash(tmp_path):
     from torchmsa.errors import InvalidCharacterError
     from torchmsa.sequences import SequenceBatch

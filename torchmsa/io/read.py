@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io as _io
+import operator
 from typing import TYPE_CHECKING
 
 from torchmsa.errors import EmptyInputError, FormatError, InputLimitError, TorchMSAError
@@ -79,10 +80,12 @@ def _fasta_records(text: str) -> list[Record]:
     tabs and line ends removed. ``text`` starts with ``>`` and has ``\\n`` line ends.
     """
     with bulk():
-        parts = [chunk.partition("\n") for chunk in text[1:].split("\n>")]
-        titles = [p[0] for p in parts]
-        # line ends go by a plain replace; the slower translate only where other spaces are
-        bodies = [p[2].replace("\n", "") for p in parts]
+        titles, bodies = _two_line_records(text)
+        if titles is None:
+            parts = [chunk.partition("\n") for chunk in text[1:].split("\n>")]
+            titles = [p[0] for p in parts]
+            # line ends go by a plain replace; the slower translate only where other spaces are
+            bodies = [p[2].replace("\n", "") for p in parts]
         if any(c in text for c in _SPACE_BUT_NEWLINE):
             bodies = [
                 b.translate(_SEQUENCE_SPACE) if any(c in b for c in _SPACE_BUT_NEWLINE) else b
@@ -90,6 +93,26 @@ def _fasta_records(text: str) -> list[Record]:
             ]
         names = [w[0] if w else "" for w in (t.split(None, 1) for t in titles)]
         return list(map(Record, names, titles, bodies))
+
+
+def _two_line_records(text: str):
+    """``(titles, bodies)`` where every record of ``text`` is one header line and one
+    sequence line (what most large files hold), from one split at line ends; else ``(None,
+    None)``. The same records as the general split: every even line is a header, no odd line
+    starts with ``>`` (a header) and none is missing (an empty record) or blank between
+    records; the final line end is optional."""
+    lines = text.split("\n")
+    if len(lines) % 2 and lines[-1] == "":
+        lines.pop()
+    if len(lines) % 2:
+        return None, None
+    heads, bodies = lines[0::2], lines[1::2]
+    if not all(map(_is_header, heads)) or any(map(_is_header, bodies)):
+        return None, None
+    return [h[1:] for h in heads], bodies
+
+
+_is_header = operator.methodcaller("startswith", ">")
 
 
 def _record(r: SeqRecord, fmt: str) -> Record:
