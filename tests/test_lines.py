@@ -39,6 +39,8 @@ def test_fasta_file_is_the_plain_python_text_on_any_thread_count(threads):
     encoded = [h.encode() for h in heads]
     sizes = np.array([len(h) for h in encoded])
     got = fasta_file(codes, GAP, letters, lengths, b"".join(encoded), sizes, threads)
+    assert got.dtype == np.uint8 and got.ndim == 1
+    got = got.tobytes()
     assert got == _oracle(codes, lengths, letters, heads)
     lines = gapped_lines(codes, GAP, letters, lengths)
     assert lines.tobytes() == b"".join(got.split(b"\n")[1::2][k] + b"\n" for k in range(n))

@@ -191,13 +191,19 @@ class Alignment:
 
     def fasta_bytes(self, rows: slice | None = None) -> bytes:
         """The alignment as FASTA in UTF-8: the bytes of ``format("fasta")``, made without a
-        string per row (what ``torchmsa align`` writes; 10^6 rows in a few seconds).
+        string per row (10^6 rows in a few seconds).
 
         Arguments:
             rows: only these rows' records (a slice of step 1): consecutive slices' bytes
                 put together are the whole file's (the ranks of a distributed run each
                 write their share).
         """
+        return self.fasta_array(rows).tobytes()
+
+    def fasta_array(self, rows: slice | None = None) -> np.ndarray:
+        """:meth:`fasta_bytes` as a ``uint8`` array, without the copy into a ``bytes``
+        object (1.9 GB at 10^6 rows of 2,000 columns): what ``torchmsa align`` writes, a
+        file taking it as it is (``fh.write(array)``)."""
         from torchmsa.cpu.lines import fasta_file
         from torchmsa.runtime import usable_cores
 
@@ -209,7 +215,7 @@ class Alignment:
         if not self.names:
             raise EmptyInputError("no rows to write as fasta")
         if hi <= lo:
-            return b""
+            return np.zeros(0, dtype=np.uint8)
         with bulk():
             texts = list(map(header, names, descriptions))
         joined = "".join(texts)

@@ -100,12 +100,13 @@ def limits(args):
     return InputLimits(**{k: v for k, v in given.items() if v is not None})
 
 
-def emit(text: str | bytes, target: str) -> None:
-    """``text`` (bytes as they are) to ``target`` as UTF-8: ``"-"`` is standard output; a
-    file is replaced whole once the text is complete (it may be the input)."""
+def emit(text, target: str) -> None:
+    """``text`` (a ``str``, or bytes or a ``uint8`` array as they are) to ``target`` as
+    UTF-8: ``"-"`` is standard output; a file is replaced whole once the text is complete (it
+    may be the input)."""
     from torchmsa.io import write_file, write_stdout
 
-    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    data = text.encode("utf-8") if isinstance(text, str) else text
     if target == "-":
         write_stdout(data)
         return

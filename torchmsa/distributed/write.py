@@ -48,11 +48,11 @@ def write_fasta(aln, path: str, ranks) -> None:
         share = slice(n * k // len(writers), n * (k + 1) // len(writers))
     part, failed = b"", None
     try:
-        part = aln.fasta_bytes(share) if sees else b""
+        part = aln.fasta_array(share) if sees else b""
     except (TorchMSAError, ValueError) as exc:  # the others must not wait for this rank
         failed = f"{ranks.tag}: {exc}"
     sizes = ranks.all_gather(len(part))
-    if part:
+    if len(part):
         failed = _put(tmp, part, sum(sizes[: ranks.rank]))
     failures = [f for f in ranks.all_gather(failed) if f]
     if target is not None:
@@ -92,7 +92,7 @@ def _ident(path: str):
     return st.st_dev, st.st_ino
 
 
-def _put(tmp: str, data: bytes, offset: int) -> str | None:
+def _put(tmp: str, data, offset: int) -> str | None:
     """Writes ``data`` at ``offset`` of ``tmp``; the message of a failure, else ``None``."""
     try:
         fd = os.open(tmp, os.O_WRONLY)

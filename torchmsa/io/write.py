@@ -246,8 +246,9 @@ def _umask() -> int:
     return 0o022
 
 
-def write_file(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all: into a temporary file in the same
+def write_file(path: str | os.PathLike, data) -> None:
+    """Write ``data`` (bytes, or any buffer such as a ``uint8`` array) to ``path`` whole or
+    not at all: into a temporary file in the same
     folder, renamed over ``path`` once complete, so that a failed run leaves no partial file
     and ``path`` may be the input that was read. Devices and pipes (``/dev/null``) are
     written directly; a symbolic link is followed.
@@ -304,16 +305,16 @@ class Replacement:
                 os.unlink(self.tmp)
 
 
-def write_stdout(text: str | bytes) -> None:
-    """``text`` on standard output as UTF-8 bytes, whatever the locale's encoding (bytes are
-    written as they are)."""
+def write_stdout(text) -> None:
+    """``text`` on standard output as UTF-8 bytes, whatever the locale's encoding (bytes, or
+    any buffer such as a ``uint8`` array, are written as they are)."""
     sys.stdout.flush()
-    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    data = text.encode("utf-8") if isinstance(text, str) else text
     if hasattr(sys.stdout, "buffer"):
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     else:
-        sys.stdout.write(data.decode("utf-8"))
+        sys.stdout.write(bytes(data).decode("utf-8"))
         sys.stdout.flush()
 
 
