@@ -100,7 +100,11 @@ def _two_line_records(text: str):
     sequence line (what most large files hold), from one split at line ends; else ``(None,
     None)``. The same records as the general split: every even line is a header, no odd line
     starts with ``>`` (a header) and none is missing (an empty record) or blank between
-    records; the final line end is optional."""
+    records; the final line end is optional. Two counts come first, so that other files
+    are not split for nothing: as many lines as twice the headers."""
+    lines_in = text.count("\n") + 1 - text.endswith("\n")
+    if lines_in != 2 * (text.count("\n>") + 1):
+        return None, None
     lines = text.split("\n")
     if len(lines) % 2 and lines[-1] == "":
         lines.pop()
