@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     meta = run_metadata("cpu", argv)
     path = family_files(args.n, args.length, 0, args.data)["input"]
     two_line = tread._two_line_records
-    splits = {"general": lambda text: (None, None), "two-line": two_line}
+    splits = {"general": lambda text, headers=None: (None, None), "two-line": two_line}
     times: dict[str, list[float]] = {k: [] for k in splits}
     reads: list[float] = []
     counts = set()

@@ -86,7 +86,7 @@ def test_two_line_records_are_read_as_the_general_split_reads_them(monkeypatch, 
 
     def general(text: str) -> list:
         with monkeypatch.context() as m:
-            m.setattr(tread, "_two_line_records", lambda t: (None, None))
+            m.setattr(tread, "_two_line_records", lambda t, h=None: (None, None))
             return as_tuples(tread._fasta_records(text))
 
     want = general(text)

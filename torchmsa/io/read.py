@@ -72,7 +72,7 @@ _SEQUENCE_SPACE = str.maketrans("", "", " \t\r\n")
 _SPACE_BUT_NEWLINE = (" ", "\t", "\r")
 
 
-def _fasta_records(text: str) -> list[Record]:
+def _fasta_records(text: str, headers: int | None = None) -> list[Record]:
     """FASTA-like records: a record starts at each line that starts with ``>``; its
     description is the rest of that line exactly as given (Biopython strips trailing
     whitespace; we keep it, so that headers come out as they went in), its name the first word
@@ -80,7 +80,7 @@ def _fasta_records(text: str) -> list[Record]:
     tabs and line ends removed. ``text`` starts with ``>`` and has ``\\n`` line ends.
     """
     with bulk():
-        titles, bodies = _two_line_records(text)
+        titles, bodies = _two_line_records(text, headers)
         if titles is None:
             parts = [chunk.partition("\n") for chunk in text[1:].split("\n>")]
             titles = [p[0] for p in parts]
@@ -95,15 +95,16 @@ def _fasta_records(text: str) -> list[Record]:
         return list(map(Record, names, titles, bodies))
 
 
-def _two_line_records(text: str):
+def _two_line_records(text: str, headers: int | None = None):
     """``(titles, bodies)`` where every record of ``text`` is one header line and one
     sequence line (what most large files hold), from one split at line ends; else ``(None,
     None)``. The same records as the general split: every even line is a header, no odd line
     starts with ``>`` (a header) and none is missing (an empty record) or blank between
-    records; the final line end is optional. Two counts come first, so that other files
-    are not split for nothing: as many lines as twice the headers."""
-    lines_in = text.count("\n") + 1 - text.endswith("\n")
-    if lines_in != 2 * (text.count("\n>") + 1):
+    records; the final line end is optional. A count comes first, so that other files are
+    not split for nothing: as many lines as twice the ``headers`` (counted here when
+    ``None``)."""
+    headers = text.count("\n>") + 1 if headers is None else headers
+    if text.count("\n") + 1 - text.endswith("\n") != 2 * headers:
         return None, None
     lines = text.split("\n")
     if len(lines) % 2 and lines[-1] == "":
@@ -139,9 +140,10 @@ def parse(text: str, fmt: str, label: str, max_sequences: int) -> list[list[Reco
     text = _check_start(text, fmt, label)
     if fmt in FASTA_LIKE:
         # counted before records are built: they take several times the text's memory
-        if text.count("\n>") + 1 > max_sequences:
+        headers = text.count("\n>") + 1
+        if headers > max_sequences:
             raise InputLimitError(label, "max_sequences", max_sequences)
-        groups = [_fasta_records(text)]
+        groups = [_fasta_records(text, headers)]
         if fmt == "a3m":
             groups = [[r for r in g if r.name not in HHSUITE_ROWS] for g in groups]
     else:
