@@ -12,7 +12,10 @@ the strip-fill launches and host copies they made.
 launch or in one before, ``local_strips.FUSED_CHUNKS``) and the Triton kernel's steps
 between a pass's synchronisations in launches of few segments (``SYNC_FEW``); each call's
 hits must equal the first call's. ``--out``: one row per configuration and phase appended to
-``DIR/hit_phases.csv`` (with the run's metadata). ``--ranks`` (under torchrun): every rank
+``DIR/hit_phases.csv`` (with the run's metadata). ``--strings``: the call is the public
+``local_topk`` on the texts (as ``benchmarks.long_local`` times it), with its own pieces timed
+too (the alphabet, the encoding, the rank's share of the subject, the codes' call, the rows).
+``--ranks`` (under torchrun): every rank
 shares the strips (``ranks=`` a session on its own GPU) and prints its own phases, with the
 time spent in the ranks' meetings (``meetings``: ``Session.all_gather``, waiting for the
 slower rank included); rank 0 writes the rows.
@@ -79,9 +82,11 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default="fused:16", help="fused|two:SYNC_FEW, comma list")
     ap.add_argument("--out", default=None, help="append rows to DIR/hit_phases.csv")
     ap.add_argument("--ranks", action="store_true", help="this process is a torchrun rank")
+    ap.add_argument("--strings", action="store_true", help="time local_topk on the texts")
     args = ap.parse_args(argv)
     from torchmsa.alphabet import PROTEIN, encode
     from torchmsa.cpu import strip as cpu_strip
+    from torchmsa.ops import local as ops_local
     from torchmsa.ops import local_hits, local_strips
     from torchmsa.ops.local import local_topk_codes
     from torchmsa.scoring import get_scoring
@@ -96,12 +101,27 @@ def main(argv=None) -> int:
     p = make_pair(args.qlen, int(args.slen), planted=50, seed=0)
     q = torch.from_numpy(encode(p.query, PROTEIN)[0]).to(dev)
     s = torch.from_numpy(encode(p.subject, PROTEIN)[0]).to(dev)
+    if args.strings:  # the public call on the texts, as benchmarks.long_local times it
+        from torchmsa import local_topk
+
+        def call():
+            return local_topk(p.query, p.subject, k=args.topk, matrix="BLOSUM62", gap_open=10,
+                              gap_extend=1, seqtype="protein", device=dev, ranks=ranks)  # fmt: skip
+    else:
+
+        def call():
+            return local_topk_codes(q, s, mat, 10, 1, k=args.topk, ranks=ranks)
+
     t0 = time.perf_counter()
-    want = local_topk_codes(q, s, mat, 10, 1, k=args.topk, ranks=ranks)
+    want = call()
     first = time.perf_counter() - t0
     clock = Clock(dev)
     if ranks is not None:
         clock.wrap(type(ranks), "all_gather", "meetings")
+    if args.strings:
+        for name in ("resolve_alphabet", "encode", "_subject_share", "_topk_codes"):
+            clock.wrap(ops_local, name, name.lstrip("_"))
+        clock.wrap(ops_local, "rows_from_ops", "rows")
     dp_cls, tracer = local_strips.StripDP, local_hits.Tracer
     for owner, name, label in [
         (dp_cls, "first_pass", "first_pass"),
@@ -131,12 +151,18 @@ def main(argv=None) -> int:
         clock.seconds.clear()
         clock.calls.clear()
         t0 = time.perf_counter()
-        hits = local_topk_codes(q, s, mat, 10, 1, k=args.topk, ranks=ranks)
+        hits = call()
         whole = time.perf_counter() - t0
-        same = all(torch.equal(x, y) for x, y in zip(hits[:7], want[:7]))
-        lengths = (hits.query_end - hits.query_start).numpy()
+        if args.strings:
+            same, count, refilled = hits == want, len(hits), ""
+            lengths = np.array([h.query[1] - h.query[0] for h in hits])
+        else:
+            same = all(torch.equal(x, y) for x, y in zip(hits[:7], want[:7]))
+            count, refilled = int(hits.score.numel()), int(hits.refilled)
+            lengths = (hits.query_end - hits.query_start).numpy()
         out = {
             "config": config,
+            "api": "strings" if args.strings else "codes",
             "rank": 0 if ranks is None else ranks.rank,
             "world_size": 1 if ranks is None else ranks.size,
             "n": args.qlen,
@@ -145,8 +171,8 @@ def main(argv=None) -> int:
             "first_call_s": round(first, 3),
             "timed_call_s": round(whole, 3),
             "same_hits": same,
-            "hits": int(hits.score.numel()),
-            "refilled": int(hits.refilled),
+            "hits": count,
+            "refilled": refilled,
             "hit_query_len_median": float(np.median(lengths)) if lengths.size else 0.0,
             "phases": {
                 k: {"s": round(v, 4), "calls": clock.calls[k]} for k, v in clock.seconds.items()
