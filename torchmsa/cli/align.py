@@ -232,21 +232,15 @@ def _in_shares(aln, args) -> bool:
     several ranks hold this alignment alike and it goes to a FASTA file, uncompressed, that
     is a regular file or not there yet (a device such as ``/dev/null`` is written by rank 0,
     as one process writes it)."""
-    import os
-    import stat
-
     from torchmsa.io import output_format
+    from torchmsa.io.write import replaceable
 
     if aln.metadata.get("world_size", 1) < 2 or not aln.metadata.get("ranks_alike"):
         return False
     fmt = args.format or output_format(args.output)
     if fmt != "fasta" or args.output == "-" or args.output.endswith(".gz"):
         return False
-    try:
-        mode = os.stat(os.path.realpath(os.path.expanduser(args.output))).st_mode
-    except OSError:
-        return True  # a new file (or a folder that is missing: the shared write says so)
-    return stat.S_ISREG(mode)
+    return replaceable(args.output)
 
 
 def _write_shares(aln, args) -> None:

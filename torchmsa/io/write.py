@@ -28,6 +28,7 @@ __all__ = [
     "check_writable",
     "Replacement",
     "format_alignment",
+    "replaceable",
     "write_alignment",
     "write_encoded",
     "write_file",
@@ -248,10 +249,10 @@ def _umask() -> int:
 
 def write_file(path: str | os.PathLike, data) -> None:
     """Write ``data`` (bytes, or any buffer such as a ``uint8`` array) to ``path`` whole or
-    not at all: into a temporary file in the same
-    folder, renamed over ``path`` once complete, so that a failed run leaves no partial file
-    and ``path`` may be the input that was read. Devices and pipes (``/dev/null``) are
-    written directly; a symbolic link is followed.
+    not at all: into a temporary file in the same folder, renamed over ``path`` once
+    complete, so that a failed run leaves no partial file and ``path`` may be the input that
+    was read. Devices and pipes (``/dev/null``) are written directly (:func:`replaceable`); a
+    symbolic link is followed.
 
     Raises:
         OSError: the folder does not exist or cannot be written.
@@ -270,6 +271,22 @@ def write_file(path: str | os.PathLike, data) -> None:
         raise
 
 
+def _target(path: str | os.PathLike) -> tuple[str, os.stat_result | None]:
+    """The path a write reaches (a symbolic link followed) and its status, if it exists."""
+    real = os.path.realpath(os.path.expanduser(os.fspath(path)))
+    try:
+        return real, os.stat(real)
+    except OSError:
+        return real, None
+
+
+def replaceable(path: str | os.PathLike) -> bool:
+    """Whether a write to ``path`` goes through a temporary file renamed over it (a regular
+    file, or none yet), not straight into it (a device, a pipe)."""
+    old = _target(path)[1]
+    return old is None or stat.S_ISREG(old.st_mode)
+
+
 class Replacement:
     """The steps of :func:`write_file` apart, for writers that fill the file in parts (the
     ranks of a distributed run, each at its own offset): an empty temporary file ``tmp``
@@ -283,11 +300,7 @@ class Replacement:
     """
 
     def __init__(self, path: str | os.PathLike):
-        self.real = os.path.realpath(os.path.expanduser(os.fspath(path)))
-        try:
-            self.old = os.stat(self.real)
-        except OSError:
-            self.old = None
+        self.real, self.old = _target(path)
         self.tmp: str | None = None
         if self.old is not None and not stat.S_ISREG(self.old.st_mode):
             return

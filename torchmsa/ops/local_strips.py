@@ -270,12 +270,12 @@ class StripDP:
         inp[torch.as_tensor(warm < a - a[0], device=dev)] = self.zero
         w = np.flatnonzero(warm)
         if int((b - a + warm).sum()) <= self.chunk * FUSED_CHUNKS:
-            inp = self._fused(a, b, inp, warm)
+            inp = self._fused(a, b, inp, warm, w)
         else:
             self._unfused(a, b, inp, warm, w)
         return self._fix_ups(a, b, inp)
 
-    def _fused(self, a, b, inp, warm) -> torch.Tensor:
+    def _fused(self, a, b, inp, warm, w) -> torch.Tensor:
         """Segments ``a[c] .. b[c] - 1`` and their warm-ups in one launch, into a buffer whose
         own strips are then copied to the store (a refill's range: its critical path is one
         launch's); returns each segment's input column as filled."""
@@ -292,7 +292,6 @@ class StripDP:
         best = sbest.index_select(0, own_t)
         self.best.index_copy_(0, dst_t, best)
         self.best_host[dst] = best.cpu().numpy()
-        w = np.flatnonzero(warm)
         if w.size:  # a warmed segment starts from its last warm-up strip's column
             inp = inp.clone()
             inp[torch.as_tensor(w, device=dev)] = sck[

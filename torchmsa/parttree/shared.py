@@ -26,7 +26,14 @@ import numpy as np
 
 from torchmsa.cpu import tree as cpu_tree
 from torchmsa.distributed.partition import deal
-from torchmsa.parttree.split import add_children, flat_children, merge_close, nearest, random_refs
+from torchmsa.parttree.split import (
+    add_children,
+    children,
+    flat_children,
+    merge_close,
+    nearest,
+    random_refs,
+)
 
 __all__ = ["RowsGrow", "grow_over_ranks", "records", "replay"]
 
@@ -122,7 +129,8 @@ class RowsGrow:
         for i, (g, m) in enumerate(zip(big, ms)):
             flat = np.logical_and.reduce([f[i] for f in flats])
             label, ref_tree = labels[i]
-            splits[g] = (ref_tree, add_children(groups, m, owns[i], label, flat, small, frontier))
+            kids = add_children(groups, children(m, owns[i], label), flat, small, frontier)
+            splits[g] = (ref_tree, kids)
 
     def _farthest(self, ms, part) -> list[list[int]]:
         """Each group's longest member, then its farthest-point picks (``choose_refs``),
@@ -180,13 +188,6 @@ def replay(root: np.ndarray, split_rec: dict, leaf_rec: dict, leaf_size: int):
         frontier = []
         for g in big:
             tree, kids = split_rec[_key(groups[g])]
-            ids = []
-            for part, flat in kids:
-                ids.append(len(groups))
-                groups.append(part)
-                if len(part) > 1 and flat:
-                    small[ids[-1]] = None
-                elif len(part) > 1:
-                    frontier.append(ids[-1])
-            splits[g] = (tree, ids)
+            parts, flat = zip(*kids)
+            splits[g] = (tree, add_children(groups, parts, flat, small, frontier))
     return groups, splits, small

@@ -9,6 +9,7 @@ from torchmsa.cpu import tree as cpu_tree
 
 __all__ = [
     "add_children",
+    "children",
     "choose_refs",
     "flat_children",
     "merge_close",
@@ -64,7 +65,7 @@ def split(groups, g, refs, block, sc, linkage, small, frontier, merge, dist_fn):
     label, ref_tree = merge_close(cpu_tree.linkage((d[at] + d[at].T) / 2, linkage), merge)
     own = label[own]
     flat = flat_children(block, own, label, m, sc, refs)
-    return ref_tree, add_children(groups, m, own, label, flat, small, frontier)
+    return ref_tree, add_children(groups, children(m, own, label), flat, small, frontier)
 
 
 def flat_children(block, own, label, members, sc, refs) -> np.ndarray:
@@ -79,17 +80,21 @@ def flat_children(block, own, label, members, sc, refs) -> np.ndarray:
     return out
 
 
-def add_children(groups, m, own, label, flat, small, frontier) -> list[int]:
-    """The children of a split group (members ``m``, each in child ``own``) appended to
-    ``groups``; those to split or cluster further to ``frontier``, the ``flat`` ones marked
-    in ``small``. Returns their ids."""
+def children(m: np.ndarray, own: np.ndarray, label: np.ndarray) -> list[np.ndarray]:
+    """The members of each child of a split group (members ``m``, each in child ``own``)."""
+    return [m[own == c] for c in range(int(label.max()) + 1)]
+
+
+def add_children(groups, parts, flat, small, frontier) -> list[int]:
+    """Children of a split group (their members ``parts``) appended to ``groups``; those to
+    split or cluster further to ``frontier``, the ``flat`` ones (the same k-mers as their
+    reference) marked in ``small``. Returns their ids."""
     child_ids = []
-    for c in range(int(label.max()) + 1):
-        part = m[own == c]
+    for part, same in zip(parts, flat):
         child_ids.append(len(groups))
         groups.append(part)
-        if len(part) > 1 and flat[c]:
-            small[child_ids[-1]] = None  # the same k-mers as the reference: flat
+        if len(part) > 1 and same:
+            small[child_ids[-1]] = None
         elif len(part) > 1:
             frontier.append(child_ids[-1])
     return child_ids

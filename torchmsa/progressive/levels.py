@@ -13,7 +13,7 @@ from torchmsa.progressive.host import HostRun, check_linear
 from torchmsa.progressive.level import align_level, split_level
 from torchmsa.progressive.nodes import Nodes
 
-__all__ = ["Levels", "assemble", "routes"]
+__all__ = ["Levels", "assemble", "jump", "routes"]
 
 CPU = torch.device("cpu")
 
@@ -91,15 +91,23 @@ def routes(run: HostRun, pairs: np.ndarray, budget: MemoryBudget):
         yield pairs[wide], True
 
 
-def assemble(st: Nodes, table: ResidueTable, forest: Forest, pieces, device) -> list[int]:
-    """Every element points to where it went in its parent; pointer jumping takes each to its
-    root's column, and a residue's column is its offset in its root's range of elements."""
+def jump(st: Nodes, forest: Forest, pieces, device) -> torch.Tensor:
+    """Every element's place in the root of the merges ``pieces`` hold (by device): each
+    element points to where it went in its parent, and pointer jumping follows the chain
+    (an element no merge moved stays where it is)."""
     up = torch.arange(st.n_elems, device=device)
     for parts in pieces.values():
-        idx = torch.cat([to_device(k, device) for k, _ in parts])
-        up[idx] = torch.cat([to_device(e, device) for _, e in parts])
+        if parts:
+            idx = torch.cat([to_device(k, device) for k, _ in parts])
+            up[idx] = torch.cat([to_device(e, device) for _, e in parts])
     for _ in range(max(1, len(forest.levels)).bit_length()):
         up = up[up]
+    return up
+
+
+def assemble(st: Nodes, table: ResidueTable, forest: Forest, pieces, device) -> list[int]:
+    """Every residue's column (:func:`jump`): its offset in its root's range of elements."""
+    up = jump(st, forest, pieces, device)
     starts = to_device(np.sort(st.elem[forest.roots]), device)
     home = up[: table.seq.numel()]
     table.col = home - starts[torch.searchsorted(starts, home, right=True) - 1]

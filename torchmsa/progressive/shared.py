@@ -28,8 +28,7 @@ import numpy as np
 import torch
 
 from torchmsa.distributed.partition import deal
-from torchmsa.ops.backend import to_device
-from torchmsa.progressive.levels import assemble
+from torchmsa.progressive.levels import assemble, jump
 from torchmsa.progressive.nodes import ranges, upload
 
 __all__ = ["Cut", "cut", "over_ranks"]
@@ -145,15 +144,8 @@ def _residues(st, c: Cut, rank: int, device):
 def _columns(st, pieces, forest, device, res) -> torch.Tensor:
     """``int32``: each residue of ``res`` (:func:`_residues`) at its column in its subtree's
     root, by pointer jumping over the element maps this rank made."""
-    up = torch.arange(st.n_elems, device=device)
-    for parts in pieces.values():
-        if parts:
-            idx = torch.cat([to_device(k, device) for k, _ in parts])
-            up[idx] = torch.cat([to_device(e, device) for _, e in parts])
-    for _ in range(max(1, len(forest.levels)).bit_length()):
-        up = up[up]
     ids, root = res
-    return (up[ids] - root).to(torch.int32)
+    return (jump(st, forest, pieces, device)[ids] - root).to(torch.int32)
 
 
 def _root_rows(st, roots: np.ndarray, device):
