@@ -19,7 +19,10 @@ Appends to ``results/shared_job.csv`` one row per run: ``regime``, ``ranks``, ``
 ``identical`` (the output's bytes equal the cold run's), the ranks' log lines about their
 shares (``shares``), with ``--verbose`` when each process began reading, aligning and
 writing and when it ended, in seconds after the launch (``steps``), ``note``, and the run's
-metadata. Prints a table. ``--logs``: each
+metadata. With ``--verbose`` each process's ``-v`` stage times go to
+``results/shared_job_stages.csv``, one row per run, process and stage (``process``: the
+order of the processes' blocks in the standard error, which names no rank). Prints a table.
+``--logs``: each
 run's standard error is kept there as ``REGIME-ranksW-REPEAT.log`` (with ``--verbose`` it
 holds every process's stage times: ``torchmsa align -v``).
 """
@@ -72,16 +75,43 @@ def timed(ranks: int, inp: Path, out: Path, args, env: dict, name: str) -> dict:
         note = f"exit status {proc.returncode}: {proc.stderr.strip()[-300:]}"
     digest = hashlib.sha1(out.read_bytes()).hexdigest() if out.exists() else ""
     steps = " | ".join(_steps(ln, launched) for ln in proc.stderr.splitlines() if _MARKS in ln)
-    return {"wall_s": wall, "note": note, "shares": shares, "sha1": digest, "steps": steps}
+    out = {"wall_s": wall, "note": note, "shares": shares, "sha1": digest, "steps": steps}
+    return {**out, "stages": stage_rows(proc.stderr)}
 
 
 _MARKS = "torchmsa: steps began "
+_STAGE = "torchmsa: stage "
+
+
+def stage_rows(stderr: str) -> list[dict]:
+    """Each process's ``-v`` stage times in ``stderr``: ``{process, stage, seconds}``, a new
+    process at each ``align`` stage (the first a process prints), in the order printed."""
+    rows, process = [], -1
+    for line in stderr.splitlines():
+        if not line.startswith(_STAGE):
+            continue
+        stage, seconds = line[len(_STAGE) :].split()[:2]
+        process += stage == "align"
+        rows.append({"process": max(process, 0), "stage": stage, "seconds": float(seconds)})
+    return rows
 
 
 def _steps(line: str, launched: float) -> str:
     """A ``-v`` line of when each step began, as seconds after the launch."""
     marks = (kv.split("=") for kv in line.split(_MARKS, 1)[1].split())
     return " ".join(f"{k}={float(v) - launched:.2f}" for k, v in marks)
+
+
+def _append(rows: list[dict], meta: dict, out) -> None:
+    """The runs' rows to ``shared_job.csv``, their processes' stage times (taken out of
+    them) to ``shared_job_stages.csv``."""
+    stages = []
+    for r in rows:
+        keys = {"regime": r["regime"], "ranks": r["ranks"], "repeat": r["repeat"], "n": r["n"]}
+        stages += [{**keys, **s} for s in r.pop("stages", [])]
+    append_rows("shared_job", rows, meta, out)
+    if stages:
+        append_rows("shared_job_stages", stages, meta, out)
 
 
 def main(argv=None) -> int:
@@ -111,7 +141,7 @@ def main(argv=None) -> int:
     row = {**base, "regime": "cold", "ranks": 1, "repeat": 0, **cold, "identical": True}
     row["note"] = (row["note"] + f" (then waited {waited:.1f} s for compile_later)").strip()
     print(f"cold: {cold['wall_s']:.1f} s {cold['note']}", flush=True)
-    append_rows("shared_job", [row], meta, args.out)
+    _append([row], meta, args.out)
     rows = [row]
     for rep in range(args.repeat):
         these = []
@@ -125,7 +155,7 @@ def main(argv=None) -> int:
         one = next((r["wall_s"] for r in these if r["ranks"] == 1), math.nan)
         for r in these:
             r["speedup"] = one / r["wall_s"] if r["wall_s"] else math.nan
-        append_rows("shared_job", these, meta, args.out)
+        _append(these, meta, args.out)
         rows += these
     cols = ["regime", "ranks", "repeat", "n", "wall_s", "speedup", "identical", "note"]
     print(markdown_table(rows, cols))

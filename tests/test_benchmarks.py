@@ -424,7 +424,7 @@ def test_tree_swap_scores_one_pass_under_each_tree(tmp_path, monkeypatch):
 def test_shared_job_runs_one_process_alone_and_ranks_under_torchrun_and_reads_their_steps():
     from pathlib import Path
 
-    from benchmarks.shared_job import _steps, command
+    from benchmarks.shared_job import _steps, command, stage_rows
 
     alone = command(1, Path("in.fa"), Path("out.fa"), "cuda", verbose=True)
     assert alone[1:5] == ["-m", "torchmsa", "align", "in.fa"] and alone[-1] == "-v"
@@ -433,3 +433,9 @@ def test_shared_job_runs_one_process_alone_and_ranks_under_torchrun_and_reads_th
     assert two[two.index("--nproc-per-node") + 1] == "2" and "-v" not in two
     line = "torchmsa: steps began read=1000.500 align=1003.000 end=1010.250"
     assert _steps(line, 1000.0) == "read=0.50 align=3.00 end=10.25"
+    err = "torchmsa: stage align   9.5 s\ntorchmsa: stage encode 1.25 s\nother\n" * 2
+    assert stage_rows(err) == [
+        {"process": p, "stage": s, "seconds": x}
+        for p in (0, 1)
+        for s, x in (("align", 9.5), ("encode", 1.25))
+    ]
